@@ -1,0 +1,67 @@
+# Thin front end over CMake + CTest. Every target configures first (a no-op when nothing changed).
+#
+#   make                      build everything
+#   make test EX=<id>         build and run one exercise's tests against YOUR code
+#   make check                CPU tests + every solution passes + every wrong variant is rejected
+#   make check-skeletons      the exercise contract (see tools/check_skeletons.py)
+#   make help                 this list, with the exercise ids
+#
+# Options: CUDA_ARCH=90 (or 80, 86, native, "80;90"), BUILD=<dir>, JOBS=<n>
+
+BUILD     ?= build
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+CUDA_ARCH ?=
+EX        ?=
+
+GENERATOR  := $(if $(wildcard $(BUILD)/CMakeCache.txt),,$(if $(shell command -v ninja 2>/dev/null),-G Ninja,))
+CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release $(if $(CUDA_ARCH),"-DCMAKE_CUDA_ARCHITECTURES=$(CUDA_ARCH)")
+CTEST      := ctest --test-dir $(BUILD) --output-on-failure
+EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
+
+.PHONY: all build configure test check check-skeletons bench compare plot clean help list
+
+all: build
+
+configure:
+	@cmake -S . -B $(BUILD) $(GENERATOR) $(CMAKE_ARGS) > $(BUILD).configure.log 2>&1 \
+	  || { cat $(BUILD).configure.log; exit 1; }
+	@grep -E "^-- course:|^CMake Warning" -A2 $(BUILD).configure.log | grep -v "^--$$" || true
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The learner's loop: make test EX=02_flash_attention
+test: configure
+ifeq ($(EX),)
+	@cmake --build $(BUILD) -j $(JOBS)
+	@$(CTEST) -L exercise -j 1 || true
+	@echo "(one line per exercise above; 'make test EX=<id>' shows one exercise's full report)"
+else
+	@test -n "$(filter $(EX),$(EXERCISES))" || { echo "unknown exercise '$(EX)'. Exercises: $(EXERCISES)"; exit 2; }
+	@cmake --build $(BUILD) -j $(JOBS) --target ex_$(EX)
+	@if [ -x $(BUILD)/bin/ex_$(EX) ]; then $(BUILD)/bin/ex_$(EX); \
+	 else $(CTEST) -R "/$(EX)/exercise$$"; fi
+endif
+
+GPU_INFO = @if [ -x $(BUILD)/bin/course_gpu_info ]; then $(BUILD)/bin/course_gpu_info; \
+	  else echo "course: no CUDA toolkit found at configure time: GPU tests will be SKIPPED"; fi
+
+check: build
+	$(GPU_INFO)
+	@$(CTEST) -L "cpu|solution|wrong" -j $(JOBS)
+
+check-skeletons: build
+	@python3 tools/check_skeletons.py
+	$(GPU_INFO)
+	@$(CTEST) -L skeleton -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(BUILD).configure.log
+
+list:
+	@echo $(EXERCISES) | tr ' ' '\n'
+
+help:
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@echo ""
+	@echo "Exercises:"; for e in $(EXERCISES); do echo "  $$e"; done

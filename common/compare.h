@@ -1,0 +1,59 @@
+// compare(): the one verdict every test uses.
+//
+// An output passes only if ALL of these hold:
+//   * no element is NaN or Inf (the poison pattern counts separately as "never written");
+//   * every element satisfies |out - ref| <= atol + rtol·|ref|;
+//   * the relative L2 error ||out - ref|| / ||ref|| is within the dtype's bound;
+//   * the guard regions around the output are intact (guard_damage is empty).
+// The report is written for a learner: the first mismatches with their named indices,
+// e.g. (b=0, h=3, i=66, d=12), how many outputs were never written, and the error figures.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace course {
+
+struct Tolerance {
+  double atol;
+  double rtol;
+  double max_rel_l2;
+  const char* name;
+
+  static Tolerance fp32() { return {1e-5, 1e-4, 1e-5, "fp32"}; }
+  // fp16 inputs with fp32 accumulation: one rounding of each input (2^-11 ≈ 4.9e-4 relative)
+  // and of the output dominate.
+  static Tolerance fp16() { return {2e-3, 1e-2, 2e-3, "fp16"}; }
+};
+
+// Named extents of the output, outermost first: {{"b", B}, {"h", H}, {"i", N}, {"d", D}}.
+struct Dim {
+  std::string name;
+  int64_t extent;
+};
+using Dims = std::vector<Dim>;
+
+struct CompareResult {
+  bool ok = false;
+  int64_t count = 0;
+  int64_t mismatches = 0;   // finite but outside atol + rtol·|ref|
+  int64_t nonfinite = 0;    // NaN/Inf produced by the kernel
+  int64_t unwritten = 0;    // still holding the poison pattern
+  double max_abs_err = 0.0;
+  double rel_l2 = 0.0;
+  std::string report;       // empty when ok
+};
+
+CompareResult compare(const float* out, const float* ref, const Dims& dims, const Tolerance& tol,
+                      const std::string& guard_damage = "");
+
+inline CompareResult compare(const std::vector<float>& out, const std::vector<float>& ref,
+                             const Dims& dims, const Tolerance& tol,
+                             const std::string& guard_damage = "") {
+  return compare(out.data(), ref.data(), dims, tol, guard_damage);
+}
+
+// "(b=0, h=3, i=66, d=12)" for flat index `flat` of `dims`.
+std::string format_index(const Dims& dims, int64_t flat);
+
+}  // namespace course

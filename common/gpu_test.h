@@ -1,0 +1,83 @@
+// The test harness for GPU exercises: everything a test needs besides its own shapes.
+//
+//   auto d_x = course::to_device(x);                  // upload inputs
+//   course::DeviceBuffer<float> d_out(n);             // output with guard regions...
+//   d_out.poison();                                   // ...and NaN poison
+//   launcher(d_x.data(), ..., d_out.data(), ...);
+//   COURSE_CHECK_OUTPUT(d_out, ref, dims, course::Tolerance::fp32());
+//   COURSE_CHECK_INVALID_ARGUMENT("n", launcher(..., -1));   // must throw, naming 'n'
+//
+// COURSE_CHECK_OUTPUT synchronises, surfaces any CUDA error as a test failure, reads the output
+// and its guards back and runs compare(); on failure the whole report goes into the log.
+#pragma once
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "catch_compat.h"
+#include "compare.h"
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "fp16_host.h"
+#include "random.h"
+
+namespace course {
+
+template <class T>
+DeviceBuffer<T> to_device(const std::vector<T>& host) {
+  return DeviceBuffer<T>(host);
+}
+
+inline CompareResult check_device_output(const DeviceBuffer<float>& out, const std::vector<float>& ref,
+                                         const Dims& dims, const Tolerance& tol) {
+  CUDA_CHECK(cudaDeviceSynchronize());  // kernel faults surface here, as an exception
+  return compare(out.download(), ref, dims, tol, out.guard_damage());
+}
+
+// fp16 outputs travel as raw bits (uint16_t); the poison pattern maps to the fp32 one so
+// unwritten elements are still reported as such.
+inline CompareResult check_device_output(const DeviceBuffer<uint16_t>& out, const std::vector<float>& ref,
+                                         const Dims& dims, const Tolerance& tol) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return compare(half_bits_to_float(out.download()), ref, dims, tol, out.guard_damage());
+}
+
+// Calls fn() and reports whether it threw std::invalid_argument whose message names `field`.
+// Returns "" on success, else what went wrong.
+template <class Fn>
+std::string invalid_argument_problem(Fn&& fn, const std::string& field) {
+  try {
+    fn();
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    if (msg.find("'" + field + "'") == std::string::npos)
+      return "threw std::invalid_argument, but the message does not name '" + field + "': " + msg;
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("expected std::invalid_argument naming '") + field +
+           "', got another exception: " + e.what();
+  }
+  return "expected std::invalid_argument naming '" + field + "', but the call returned normally";
+}
+
+}  // namespace course
+
+// Variadic so that brace-initialised arguments (course::Dims{{"i", n}}) pass through intact.
+// Arguments: (device buffer, reference vector, Dims, Tolerance).
+#define COURSE_CHECK_OUTPUT(...)                                                         \
+  do {                                                                                   \
+    const ::course::CompareResult course_r_ = ::course::check_device_output(__VA_ARGS__); \
+    if (!course_r_.ok) FAIL_CHECK(course_r_.report);                                     \
+    else SUCCEED("output matches the reference");                                        \
+  } while (0)
+
+// The launcher must reject the call before launching anything, naming the bad field:
+//   COURSE_CHECK_INVALID_ARGUMENT("n", vector_add(a, b, c, -1));
+#define COURSE_CHECK_INVALID_ARGUMENT(field, ...)                                        \
+  do {                                                                                   \
+    const std::string course_p_ =                                                        \
+        ::course::invalid_argument_problem([&] { __VA_ARGS__; }, field);                 \
+    if (!course_p_.empty()) FAIL_CHECK(course_p_);                                       \
+    else SUCCEED("rejected with std::invalid_argument naming " << field);                \
+  } while (0)

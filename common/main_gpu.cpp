@@ -1,0 +1,25 @@
+// main() of every GPU test binary: skip cleanly (exit 77, CTest's SKIP_RETURN_CODE) when no
+// usable GPU is present or it is older than the exercise needs, then run the tests.
+#include <cstdio>
+#include <string>
+
+#include "gpu_probe.h"
+#include "test_runtime.h"
+
+int course_required_sm();  // generated per exercise by cmake/CourseExercises.cmake
+
+int main(int argc, char** argv) {
+  std::string why;
+  switch (course::probe_gpu(course_required_sm(), &why)) {
+    case course::GpuStatus::kSkip:
+      std::printf("SKIPPED: %s\n", why.c_str());
+      return 77;
+    case course::GpuStatus::kBroken:
+      std::printf("ERROR: %s\n", why.c_str());
+      return 2;
+    case course::GpuStatus::kUsable:
+      std::printf("GPU: %s\n", why.c_str());
+      break;
+  }
+  return course::run_tests(argc, argv);
+}

@@ -1,0 +1,31 @@
+// Day 01 · Exercise 01 · vector add: thread indexing, the grid-stride loop, bounds checks.
+// Lesson: day01-basics/README.md, section "01 · vector add". Test: make test EX=01_vector_add
+#include <algorithm>
+
+#include "01_vector_add.h"
+#include "check_args.h"
+#include "cuda_check.h"
+
+__global__ void vector_add_kernel(const float* a, const float* b, float* c, int64_t n) {
+  // TODO(1): compute this thread's global index from blockIdx.x, blockDim.x and threadIdx.x
+  //          (lesson: "Which element is mine?"). Do the arithmetic in int64_t: n can exceed 2^31.
+  // TODO(2): the grid may hold fewer threads than there are elements. Loop over
+  //          i, i + stride, i + 2·stride, ... with stride = blockDim.x · gridDim.x (the total
+  //          number of threads), writing c[i] = a[i] + b[i] while i < n (lesson: "Grid-stride loops").
+}
+
+void vector_add(const float* a, const float* b, float* c, int64_t n, cudaStream_t stream) {
+  course::require_not_null(a, "vector_add", "a");
+  course::require_not_null(b, "vector_add", "b");
+  course::require_not_null(c, "vector_add", "c");
+  course::require_non_negative(n, "vector_add", "n");
+  if (n == 0) return;  // a launch with zero blocks is an error, and there is no work anyway
+
+  const int threads = 256;  // a multiple of the warp size (32); see the lesson for why 256
+  // TODO(3): one thread per element would need ceil(n / threads) blocks. Launch that many, but
+  //          at most 32 blocks per multiprocessor (cudaDevAttrMultiProcessorCount): the
+  //          grid-stride loop covers the rest (lesson: "How many blocks?").
+  const int blocks = 1;  // TODO(3): replace
+  vector_add_kernel<<<blocks, threads, 0, stream>>>(a, b, c, n);
+  CUDA_CHECK_LAUNCH();
+}
