@@ -1,0 +1,17 @@
+// Day 06 · Exercise 03 · grouped-query attention (prefill) — the contract.
+//
+//   Hq = G · Hkv query heads share Hkv key/value heads: query head h reads KV head h / G.
+//   G = 1 is multi-head attention (MHA), Hkv = 1 is multi-query attention (MQA).
+//
+// K and V stay [B, Hkv, Nk, D] in memory (never duplicated per query head). Layouts and mask
+// semantics: common/attention_params.h. Any Nq, Nk >= 1, causal or not, head_dim 32, 64 or
+// 128, p.window must be -1. Throws std::invalid_argument naming the field (q, k, v, o, batch,
+// heads_q, heads_kv, seq_q, seq_k, head_dim, window) before any launch; heads_kv is rejected
+// when it does not divide heads_q.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "attention_params.h"
+
+void gqa_attention(const float* q, const float* k, const float* v, float* o,
+                   const course::AttentionParams& p, cudaStream_t stream = 0);
