@@ -4,6 +4,7 @@
 #   make test EX=<id>         build and run one exercise's tests against YOUR code
 #   make check                CPU tests + every solution passes + every wrong variant is rejected
 #   make check-skeletons      the exercise contract (see tools/check_skeletons.py)
+#   make hint EX=<id> [LEVEL=n]  the n-th hint (1 nudge, 2 approach, 3 near-solution)
 #   make help                 this list, with the exercise ids
 #
 # Options: CUDA_ARCH=90 (or 80, 86, native, "80;90"), BUILD=<dir>, JOBS=<n>
@@ -18,7 +19,7 @@ CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release $(if $(CUDA_ARCH),"-DCMAKE_CUDA_ARCHITE
 CTEST      := ctest --test-dir $(BUILD) --output-on-failure
 EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
 
-.PHONY: all build configure test check check-skeletons bench compare plot clean help list
+.PHONY: all build configure test check check-skeletons hint bench compare plot clean help list
 
 all: build
 
@@ -55,6 +56,9 @@ check-skeletons: build
 	$(GPU_INFO)
 	@$(CTEST) -L skeleton -j $(JOBS)
 
+hint:
+	@python3 tools/hint.py "$(EX)" $(or $(LEVEL),1)
+
 clean:
 	rm -rf $(BUILD) $(BUILD).configure.log
 
@@ -62,6 +66,6 @@ list:
 	@echo $(EXERCISES) | tr ' ' '\n'
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' Makefile
 	@echo ""
 	@echo "Exercises:"; for e in $(EXERCISES); do echo "  $$e"; done
