@@ -5,9 +5,13 @@
 #   make check                CPU tests + every solution passes + every wrong variant is rejected
 #   make check-skeletons      the exercise contract (see tools/check_skeletons.py)
 #   make hint EX=<id> [LEVEL=n]  the n-th hint (1 nudge, 2 approach, 3 near-solution)
+#   make bench                time every solution kernel (checked first) against measured roofs
+#   make compare EX=<id>      YOUR kernel next to the solution: both checked, time, ratio
+#   make plot                 charts (PNG) from the last make bench (needs matplotlib)
 #   make help                 this list, with the exercise ids
 #
-# Options: CUDA_ARCH=90 (or 80, 86, native, "80;90"), BUILD=<dir>, JOBS=<n>
+# Options: CUDA_ARCH=90 (or 80, 86, native, "80;90"), BUILD=<dir>, JOBS=<n>,
+#          BENCH_ARGS="--kernel prefill --shape n4096" (bench/README.md lists them)
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -58,6 +62,37 @@ check-skeletons: build
 
 hint:
 	@python3 tools/hint.py "$(EX)" $(or $(LEVEL),1)
+
+# Benchmarks (bench/README.md). Results go to bench/results/ (git-ignored).
+BENCH_ARGS ?=
+BENCH_OUT  ?= bench/results
+BENCH_IDS   = $(BUILD)/bench/compare_ids.txt
+BENCH_NEEDS_CUDA = @test -f $(BENCH_IDS) || { echo "the bench needs the CUDA toolkit (nvcc), which configure did not find"; exit 2; }
+
+bench: configure
+	$(BENCH_NEEDS_CUDA)
+	@cmake --build $(BUILD) -j $(JOBS) --target bench course_attention
+	@mkdir -p $(BENCH_OUT)
+	@$(BUILD)/bin/bench --csv $(BENCH_OUT)/bench.csv --markdown $(BENCH_OUT)/bench.md $(BENCH_ARGS)
+	@echo "(written: $(BENCH_OUT)/bench.csv and bench.md; 'make plot' draws the charts)"
+
+# Two binaries, because the skeleton and the solution define the same launcher: the learner's
+# (bench_ex_<id>) writes a CSV, the solution's (bench) times the same shapes and prints both.
+compare: configure
+	@test -n "$(EX)" || { echo "usage: make compare EX=<id>   (ids: make list)"; exit 2; }
+	@test -n "$(filter $(EX),$(EXERCISES))" || { echo "unknown exercise '$(EX)'. Exercises: $(EXERCISES)"; exit 2; }
+	$(BENCH_NEEDS_CUDA)
+	@grep -qx "$(EX)" $(BENCH_IDS) || { echo "the bench does not time $(EX) yet; it times: $$(tr '\n' ' ' < $(BENCH_IDS))"; exit 2; }
+	@cmake --build $(BUILD) -j $(JOBS) --target bench bench_ex_$(EX)
+	@mkdir -p $(BENCH_OUT)
+	@rm -f $(BENCH_OUT)/compare_$(EX).csv
+	@$(BUILD)/bin/bench_ex_$(EX) --kernel $(EX) --no-roofs --quiet --csv $(BENCH_OUT)/compare_$(EX).csv $(BENCH_ARGS) > /dev/null; \
+	 rc=$$?; if [ $$rc -eq 2 ] || [ ! -f $(BENCH_OUT)/compare_$(EX).csv ]; then exit 2; fi
+	@$(BUILD)/bin/bench --kernel $(EX) --quiet --compare $(BENCH_OUT)/compare_$(EX).csv $(BENCH_ARGS)
+
+plot:
+	@test -f $(BENCH_OUT)/bench.csv || { echo "no $(BENCH_OUT)/bench.csv yet: run make bench first"; exit 2; }
+	@python3 bench/plot.py $(BENCH_OUT)/bench.csv --out $(BENCH_OUT)
 
 clean:
 	rm -rf $(BUILD) $(BUILD).configure.log

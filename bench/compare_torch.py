@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Our solution kernels next to PyTorch's scaled_dot_product_attention backends.
+
+The day 06 solutions are loaded from a shared library with a small C ABI
+(bench/c_api.cpp, built as build/lib/libcourse_attention.so by `make bench` or
+`cmake --build build --target course_attention`) through ctypes, so no extension build is
+needed. For each shape of the bench's grids the same inputs go through:
+
+  prefill  our flash_attention (MHA shapes) / gqa_attention (GQA shapes), fp32
+           vs SDPA's flash, efficient, cudnn and math backends, fp32 and fp16 where each runs
+  decode   our paged_attention over a paged KV cache
+           vs "gather the blocks into a dense K/V, then SDPA" (what you would do without a
+           paged kernel), fp32 and fp16
+
+Every pair is CHECKED first: the relative L2 distance between their output and ours must be
+small (fp32: 1e-4; fp16: 5e-3, because their inputs were rounded to fp16). Times are medians of
+CUDA-event-timed runs with the L2 flushed before each, like the C++ bench. "ours / theirs"
+above 1 means ours is slower.
+
+Skips cleanly (exit 0, one line) without PyTorch, without a GPU, or without the library.
+"""
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_LIB = os.path.join(HERE, "..", "build", "lib", "libcourse_attention.so")
+FP32_BOUND, FP16_BOUND = 1e-4, 5e-3
+
+
+def load_library(path):
+    lib = ctypes.CDLL(path)
+    p, i, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
+    lib.course_last_error.restype = ctypes.c_char_p
+    lib.course_has.argtypes = [ctypes.c_char_p]
+    for name in ("course_flash_attention", "course_gqa_attention"):
+        fn = getattr(lib, name)
+        fn.argtypes = [p, p, p, p, i, i, i, i, i, i, f, i, p]
+        fn.restype = i
+    lib.course_paged_attention.argtypes = [p, p, p, p, p, p, i, i, i, i, i, i, i, f, p]
+    lib.course_paged_attention.restype = i
+    return lib
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", default=os.environ.get("COURSE_ATTENTION_LIB", DEFAULT_LIB))
+    ap.add_argument("--n", default="512,1024,2048,4096,8192", help="prefill sequence lengths")
+    ap.add_argument("--d", default="64,128", help="prefill head dims")
+    ap.add_argument("--causal", choices=["both", "yes", "no"], default="both")
+    ap.add_argument("--decode-batch", default="1,16,64")
+    ap.add_argument("--decode-ctx", default="1024,4096,16384")
+    ap.add_argument("--math-max-n", type=int, default=4096,
+                    help="skip the math backend (materialises N×N) above this N")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--skip-prefill", action="store_true")
+    ap.add_argument("--skip-decode", action="store_true")
+    args = ap.parse_args()
+
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError as e:
+        print(f"compare_torch: skipped, PyTorch is not available ({e})")
+        return 0
+    if not torch.cuda.is_available():
+        print("compare_torch: skipped, PyTorch sees no CUDA GPU")
+        return 0
+    if not os.path.exists(args.lib):
+        print(f"compare_torch: skipped, {args.lib} not found "
+              "(build it: cmake --build build --target course_attention)")
+        return 0
+    lib = load_library(args.lib)
+    warnings.filterwarnings("ignore")  # SDPA explains every backend it rejects; we say "n/a"
+
+    dev = torch.device("cuda")
+    props = torch.cuda.get_device_properties(dev)
+    l2 = getattr(props, "L2_cache_size", 64 << 20)
+    flush_buf = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=dev)
+    print(f"compare_torch on {props.name}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
+          f"median of {args.reps} runs, L2 flushed before each")
+
+    def stream():
+        return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+    def time_ms(fn):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(args.reps):
+            flush_buf.zero_()  # evict the previous run's data from L2 (outside the events)
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+        return statistics.median(times)
+
+    def rel_l2(theirs, ours):
+        a, b = theirs.float(), ours.float()
+        return float(torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b))
+
+    def check(fn_ours):
+        rc = fn_ours()
+        if rc != 0:
+            raise RuntimeError(lib.course_last_error().decode())
+
+    rows = []
+    failures = 0
+
+    def report(kernel, shape, ours_ms, backend, dtype, theirs_ms, err, bound, note=""):
+        nonlocal failures
+        if err is None:
+            agree = "-"
+        elif err <= bound:
+            agree = f"ok {err:.1e}"
+        else:
+            agree = f"DISAGREE {err:.1e} > {bound:.0e}"
+            failures += 1
+        ratio = f"{ours_ms / theirs_ms:.2f}" if (ours_ms and theirs_ms) else "-"
+        line = (f"{kernel:16s} {shape:32s} {ours_ms if ours_ms else float('nan'):9.3f}  "
+                f"{backend:10s} {dtype:5s} "
+                f"{(f'{theirs_ms:9.3f}' if theirs_ms else '        -')}  {ratio:>7s}  {agree:24s} {note}")
+        print(line, flush=True)
+        rows.append(line)
+
+    header = (f"{'kernel':16s} {'shape':32s} {'ours ms':>9s}  {'backend':10s} {'dtype':5s} "
+              f"{'theirs ms':>9s}  {'ours/theirs':>7s}  {'agree (rel L2)':24s} note")
+
+    backends = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+                ("cudnn", SDPBackend.CUDNN_ATTENTION), ("math", SDPBackend.MATH)]
+
+    if not args.skip_prefill:
+        print("\n== prefill: B·N = 16k tokens, H·D = 2048; our kernels are fp32")
+        print(header)
+        causals = {"both": [False, True], "yes": [True], "no": [False]}[args.causal]
+        for d in [int(x) for x in args.d.split(",")]:
+            for causal in causals:
+                for n in [int(x) for x in args.n.split(",")]:
+                    b, h = 16384 // n, 2048 // d
+                    for hkv, kernel in ((h, "flash_attention"), (h // 4, "gqa_attention")):
+                        shape = f"b{b}_h{h}_kv{hkv}_n{n}_d{d}" + ("_causal" if causal else "")
+                        if not lib.course_has(kernel.encode()):
+                            report(kernel, shape, None, "-", "-", None, None, 0, "not built")
+                            continue
+                        torch.manual_seed(0)
+                        q = torch.randn(b, h, n, d, device=dev)
+                        k = torch.randn(b, hkv, n, d, device=dev)
+                        v = torch.randn(b, hkv, n, d, device=dev)
+                        o = torch.empty_like(q)
+                        fn = getattr(lib, "course_" + kernel)
+                        ours = lambda: fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                                          b, h, hkv, n, n, d, 0.0, int(causal), stream())
+                        try:
+                            check(ours)
+                            torch.cuda.synchronize()
+                            ours_ms = time_ms(ours)
+                        except RuntimeError as e:
+                            report(kernel, shape, None, "-", "-", None, None, 0, f"ours failed: {e}")
+                            continue
+                        for bname, backend in backends:
+                            for dtype, bound in ((torch.float32, FP32_BOUND), (torch.float16, FP16_BOUND)):
+                                dname = "fp32" if dtype == torch.float32 else "fp16"
+                                if bname == "math" and n > args.math_max_n:
+                                    report(kernel, shape, ours_ms, bname, dname, None, None, 0,
+                                           f"skipped: N > {args.math_max_n} (--math-max-n)")
+                                    continue
+                                qt, kt, vt = q.to(dtype), k.to(dtype), v.to(dtype)
+                                note = ""
+
+                                def theirs(kt=kt, vt=vt, gqa=hkv != h):
+                                    with sdpa_kernel(backend):
+                                        return F.scaled_dot_product_attention(
+                                            qt, kt, vt, is_causal=causal, enable_gqa=gqa)
+                                try:
+                                    try:
+                                        out = theirs()
+                                    except RuntimeError:
+                                        if hkv == h:
+                                            raise
+                                        # Backend without native GQA: the usual workaround,
+                                        # repeating each KV head G times (not timed).
+                                        g = h // hkv
+                                        ke, ve = kt.repeat_interleave(g, 1), vt.repeat_interleave(g, 1)
+                                        out = theirs(ke, ve, False)
+                                        theirs = lambda ke=ke, ve=ve, t=theirs: t(ke, ve, False)
+                                        note = "K/V repeated per query head"
+                                    err = rel_l2(out, o)
+                                    del out
+                                    their_ms = time_ms(theirs)
+                                    report(kernel, shape, ours_ms, bname, dname, their_ms, err, bound, note)
+                                except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+                                    msg = str(e).strip().split("\n")[0][:60]
+                                    report(kernel, shape, ours_ms, bname, dname, None, None, 0, f"n/a: {msg}")
+                                torch.cuda.empty_cache()
+                        del q, k, v, o
+                        torch.cuda.empty_cache()
+
+    if not args.skip_decode:
+        print("\n== paged decode: D = 128, block 16; ours fp32 vs gather + SDPA (default backend)")
+        print(header)
+        bs, d, hq = 16, 128, 32
+        for hkv in (32, 8):
+            for b in [int(x) for x in args.decode_batch.split(",")]:
+                for ctx in [int(x) for x in args.decode_ctx.split(",")]:
+                    shape = f"b{b}_h{hq}_kv{hkv}_ctx{ctx}_d{d}_bs{bs}"
+                    if not lib.course_has(b"paged_attention"):
+                        report("paged_attention", shape, None, "-", "-", None, None, 0, "not built")
+                        continue
+                    try:
+                        mb = (ctx + bs - 1) // bs
+                        nb = b * mb
+                        gen = torch.Generator(device="cpu").manual_seed(1234)
+                        table = torch.randperm(nb, generator=gen).view(b, mb).to(torch.int32).to(dev)
+                        lens = torch.full((b,), ctx, dtype=torch.int32, device=dev)
+                        q = torch.randn(b, hq, d, device=dev)
+                        kc = torch.randn(nb, hkv, bs, d, device=dev)
+                        vc = torch.randn(nb, hkv, bs, d, device=dev)
+                        o = torch.empty_like(q)
+                        ours = lambda: lib.course_paged_attention(
+                            q.data_ptr(), kc.data_ptr(), vc.data_ptr(), table.data_ptr(),
+                            lens.data_ptr(), o.data_ptr(), b, hq, hkv, d, bs, nb, mb, 0.0, stream())
+                        check(ours)
+                        torch.cuda.synchronize()
+                        ours_ms = time_ms(ours)
+                    except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+                        report("paged_attention", shape, None, "-", "-", None, None, 0,
+                               f"ours: {str(e).splitlines()[0][:60]}")
+                        torch.cuda.empty_cache()
+                        continue
+                    for dtype, bound in ((torch.float32, FP32_BOUND), (torch.float16, FP16_BOUND)):
+                        dname = "fp32" if dtype == torch.float32 else "fp16"
+                        tl = table.long()
+
+                        def theirs():
+                            # Gather this batch's blocks into a dense [B, Hkv, ctx, D] K and V.
+                            k = kct[tl].permute(0, 2, 1, 3, 4).reshape(b, hkv, mb * bs, d)[:, :, :ctx]
+                            v = vct[tl].permute(0, 2, 1, 3, 4).reshape(b, hkv, mb * bs, d)[:, :, :ctx]
+                            return F.scaled_dot_product_attention(
+                                qt.view(b, hq, 1, d), k, v, enable_gqa=hkv != hq).view(b, hq, d)
+                        try:
+                            qt, kct, vct = q.to(dtype), kc.to(dtype), vc.to(dtype)
+                            err = rel_l2(theirs(), o)
+                            report("paged_attention", shape, ours_ms, "gather+sdpa", dname,
+                                   time_ms(theirs), err, bound)
+                        except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+                            report("paged_attention", shape, ours_ms, "gather+sdpa", dname, None,
+                                   None, 0, f"n/a: {str(e).splitlines()[0][:60]}")
+                        qt = kct = vct = None
+                        torch.cuda.empty_cache()
+                    del q, kc, vc, o, table, lens
+                    torch.cuda.empty_cache()
+
+    if failures:
+        print(f"\n{failures} comparison(s) DISAGREE beyond the bound: see the rows above")
+        return 1
+    print("\nall outputs agree within the bounds (fp32 1e-4, fp16 5e-3 relative L2)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
