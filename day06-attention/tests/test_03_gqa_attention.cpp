@@ -1,0 +1,143 @@
+// Tests for day06/03_gqa_attention: head ratios from MHA (G = 1) through GQA to MQA (Hkv = 1),
+// checked against the one CPU reference. Ratios with Hkv > 1 AND G > 1 catch a wrong query-head
+// → KV-head mapping (h % Hkv instead of h / G); causal shapes with G > 1 catch a mask computed
+// on the packed row index instead of the query position; Nq > Nk causal shapes have rows that
+// see no key (zeros expected).
+#include <string>
+#include <vector>
+
+#include "03_gqa_attention.h"
+#include "gpu_test.h"
+#include "reference.h"
+
+namespace {
+
+// Scores of magnitude ~1e3 carry an fp32 rounding of ~6e-5 (one ulp at 1024), and a softmax
+// weight moves by that much relative to itself: near-ties between the top keys then differ
+// from the fp64 reference by ~1e-5 absolute. The magnitude cases therefore use a 10x looser
+// tolerance; they exist to catch Inf/NaN from an unstable softmax, which no tolerance hides.
+course::Tolerance large_logit_tolerance() { return {1e-4, 1e-3, 1e-4, "fp32 with |scores| ~ 1e3"}; }
+
+struct Shape {
+  int batch, heads_q, heads_kv, seq_q, seq_k, head_dim;
+  bool causal;
+};
+
+std::string describe(const Shape& s) {
+  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.heads_q) +
+         " Hkv=" + std::to_string(s.heads_kv) + " Nq=" + std::to_string(s.seq_q) +
+         " Nk=" + std::to_string(s.seq_k) + " D=" + std::to_string(s.head_dim) +
+         (s.causal ? " causal" : " full");
+}
+
+course::AttentionParams params_of(const Shape& s) {
+  course::AttentionParams p;
+  p.batch = s.batch;
+  p.heads_q = s.heads_q;
+  p.heads_kv = s.heads_kv;
+  p.seq_q = s.seq_q;
+  p.seq_k = s.seq_k;
+  p.head_dim = s.head_dim;
+  p.causal = s.causal;
+  return p;
+}
+
+// Fresh inputs from `seed`; q is multiplied by q_scale (the magnitude case), then one launch
+// into a NaN-poisoned, guarded output and a comparison with the reference.
+void check_shape(const Shape& s, uint64_t seed, float q_scale = 1.f) {
+  const course::AttentionParams p = params_of(s);
+  INFO(describe(s) << ", q scale " << q_scale << ", seed = " << seed << " (set COURSE_SEED to vary)");
+  auto q = course::random_normal(size_t(p.q_elems()), seed, 0.f, q_scale);
+  const auto k = course::random_normal(size_t(p.kv_elems()), seed + 1);
+  const auto v = course::random_normal(size_t(p.kv_elems()), seed + 2);
+  auto d_q = course::to_device(q), d_k = course::to_device(k), d_v = course::to_device(v);
+  course::DeviceBuffer<float> d_o(size_t(p.o_elems()));
+  d_o.poison();
+  gqa_attention(d_q.data(), d_k.data(), d_v.data(), d_o.data(), p);
+  COURSE_CHECK_OUTPUT(d_o, course::ref::attention(q, k, v, p),
+                      course::Dims{{"b", s.batch}, {"h", s.heads_q}, {"i", s.seq_q}, {"d", s.head_dim}},
+                      q_scale == 1.f ? course::Tolerance::fp32() : large_logit_tolerance());
+}
+
+void check_shapes(const std::vector<Shape>& shapes, const std::string& name) {
+  for (size_t idx = 0; idx < shapes.size(); ++idx)
+    check_shape(shapes[idx], course::case_seed(name, int64_t(idx)));
+}
+
+}  // namespace
+
+TEST_CASE("gqa_attention: small GQA and MQA shapes", "[day06][gqa_attention][quick]") {
+  check_shapes({
+                   {1, 8, 2, 33, 47, 64, true},   // G = 4, Nq < Nk, below one tile
+                   {2, 8, 1, 5, 70, 32, false},   // MQA
+                   {1, 4, 4, 17, 17, 128, true},  // MHA
+               },
+               "gqa_quick");
+}
+
+TEST_CASE("gqa_attention: head ratios MHA / GQA / MQA over a shape grid", "[day06][gqa_attention]") {
+  check_shapes({
+                   {2, 8, 8, 67, 67, 64, false},      // MHA (G = 1)
+                   {2, 8, 2, 67, 200, 64, true},      // GQA-4, Nq < Nk
+                   {1, 8, 1, 1, 1000, 128, true},     // MQA, one query row (decode-like)
+                   {1, 32, 8, 300, 1000, 64, false},  // Llama-style 32/8
+                   {3, 12, 4, 1000, 67, 32, true},    // G = 3 (rows span tiles unevenly), Nq > Nk:
+                                                      // the first 933 rows see no key -> zeros
+                   {1, 40, 40, 129, 129, 32, true},   // many heads, MHA
+                   {2, 8, 8, 1, 1, 32, false},        // sizes 1
+                   {2, 6, 3, 67, 1000, 128, false},   // G = 2, D = 128
+               },
+               "gqa_grid");
+}
+
+TEST_CASE("gqa_attention: long sequences (>= 1024, several hundred tiles)", "[day06][gqa_attention]") {
+  check_shapes({
+                   {1, 8, 2, 1100, 1100, 128, true},
+                   {1, 4, 1, 2048, 2048, 64, true},
+                   {2, 8, 4, 1024, 1500, 32, false},
+               },
+               "gqa_long");
+}
+
+TEST_CASE("gqa_attention: large logits (|scores| up to ~1e3) stay finite and accurate",
+          "[day06][gqa_attention]") {
+  // q ~ N(0, 300²): with scale 1/sqrt(D) the scores reach several hundred to ~1e3. A kernel
+  // that exponentiates before subtracting the running max overflows to Inf/NaN here.
+  const std::vector<Shape> shapes{{1, 8, 2, 200, 300, 64, true}, {1, 4, 1, 70, 70, 128, false}};
+  for (size_t idx = 0; idx < shapes.size(); ++idx)
+    check_shape(shapes[idx], course::case_seed("gqa_magnitude", int64_t(idx)), 300.f);
+}
+
+TEST_CASE("gqa_attention rejects bad arguments before launching anything",
+          "[day06][gqa_attention][args][quick]") {
+  const Shape s{1, 8, 2, 16, 16, 64, false};
+  const course::AttentionParams good = params_of(s);
+  course::DeviceBuffer<float> q(size_t(good.q_elems())), kv(size_t(good.kv_elems())), o(size_t(good.o_elems()));
+  q.fill_zero();
+  kv.fill_zero();
+  o.poison();
+  auto with = [&](auto edit) {
+    course::AttentionParams p = good;
+    edit(p);
+    return p;
+  };
+  COURSE_CHECK_INVALID_ARGUMENT("q", gqa_attention(nullptr, kv.data(), kv.data(), o.data(), good));
+  COURSE_CHECK_INVALID_ARGUMENT("k", gqa_attention(q.data(), nullptr, kv.data(), o.data(), good));
+  COURSE_CHECK_INVALID_ARGUMENT("v", gqa_attention(q.data(), kv.data(), nullptr, o.data(), good));
+  COURSE_CHECK_INVALID_ARGUMENT("o", gqa_attention(q.data(), kv.data(), kv.data(), nullptr, good));
+  const float* qd = q.data();
+  const float* kd = kv.data();
+  float* od = o.data();
+  COURSE_CHECK_INVALID_ARGUMENT("batch", gqa_attention(qd, kd, kd, od, with([](auto& p) { p.batch = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_q", gqa_attention(qd, kd, kd, od, with([](auto& p) { p.heads_q = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", gqa_attention(qd, kd, kd, od, with([](auto& p) { p.heads_kv = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", gqa_attention(qd, kd, kd, od, with([](auto& p) { p.heads_kv = 3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("seq_q", gqa_attention(qd, kd, kd, od, with([](auto& p) { p.seq_q = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("seq_k", gqa_attention(qd, kd, kd, od, with([](auto& p) { p.seq_k = -1; })));
+  COURSE_CHECK_INVALID_ARGUMENT("head_dim", gqa_attention(qd, kd, kd, od, with([](auto& p) { p.head_dim = 48; })));
+  COURSE_CHECK_INVALID_ARGUMENT("window", gqa_attention(qd, kd, kd, od, with([](auto& p) { p.window = 8; })));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  bool untouched = true;
+  for (float x : o.download()) untouched = untouched && course::is_poison_f32(x);
+  CHECK(untouched);  // nothing was written
+}

@@ -1,0 +1,195 @@
+// Tests for day06/04_paged_attention: decode over a paged KV cache built the hard way.
+//
+// Every case builds a cache in which
+//   * the physical blocks of all sequences are randomly permuted (a kernel that uses the
+//     logical block number as the physical one reads someone else's tokens);
+//   * every slot at or past context_lens[b] in a sequence's last block, every physical block no
+//     sequence uses, and every block_table entry past a sequence's last block point at NaN
+//     (a kernel that reads one element too many returns NaN);
+//   * context lengths 0, 1, bs-1, bs, bs+1, 1000, 4096 and a random one share one batch.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "04_paged_attention.h"
+#include "gpu_test.h"
+#include "reference.h"
+
+namespace {
+
+// Scores of magnitude ~1e3 carry an fp32 rounding of ~6e-5 (one ulp at 1024), and a softmax
+// weight moves by that much relative to itself: near-ties between the top keys then differ
+// from the fp64 reference by ~1e-5 absolute. The magnitude cases therefore use a 10x looser
+// tolerance; they exist to catch Inf/NaN from an unstable softmax, which no tolerance hides.
+course::Tolerance large_logit_tolerance() { return {1e-4, 1e-3, 1e-4, "fp32 with |scores| ~ 1e3"}; }
+
+struct Case {
+  int heads_q, heads_kv, head_dim, block_size;
+  std::vector<int32_t> lens;  // one per sequence
+};
+
+// The mixed batch the task asks for: edges around one block, long and empty contexts.
+std::vector<int32_t> mixed_lens(int bs, course::Rng& rng) {
+  return {1, std::max(bs - 1, 1), bs, bs + 1, 1000, 4096, 0, int32_t(rng.uniform_int(1, 2000))};
+}
+
+std::string describe(const Case& c) {
+  std::string lens;
+  for (int32_t n : c.lens) lens += (lens.empty() ? "" : ",") + std::to_string(n);
+  return "Hq=" + std::to_string(c.heads_q) + " Hkv=" + std::to_string(c.heads_kv) +
+         " D=" + std::to_string(c.head_dim) + " block_size=" + std::to_string(c.block_size) +
+         " context_lens={" + lens + "}";
+}
+
+struct PagedCache {
+  course::PagedParams p;
+  std::vector<float> k, v;
+  std::vector<int32_t> table;
+};
+
+// Builds the shuffled, NaN-padded cache described at the top of the file.
+PagedCache build_cache(const Case& c, uint64_t seed) {
+  course::Rng rng(seed);
+  PagedCache pc;
+  course::PagedParams& p = pc.p;
+  p.batch = int(c.lens.size());
+  p.heads_q = c.heads_q;
+  p.heads_kv = c.heads_kv;
+  p.head_dim = c.head_dim;
+  p.block_size = c.block_size;
+  const int bs = c.block_size;
+  int used = 0, longest = 1;
+  for (int32_t n : c.lens) {
+    used += (n + bs - 1) / bs;
+    longest = std::max(longest, (n + bs - 1) / bs);
+  }
+  p.max_blocks_per_seq = longest + 1;  // one spare column: entries past the last block are unused
+  p.num_blocks = used + 3;             // three blocks nobody owns
+  // A random permutation of the physical block ids (Fisher-Yates with the course's Rng).
+  std::vector<int32_t> physical(size_t(p.num_blocks));
+  for (int i = 0; i < p.num_blocks; ++i) physical[size_t(i)] = i;
+  for (int i = p.num_blocks - 1; i > 0; --i)
+    std::swap(physical[size_t(i)], physical[size_t(rng.uniform_int(0, i))]);
+  const int32_t nan_block = physical[size_t(used)];  // unused blocks: physical[used ..]
+
+  const size_t row = size_t(p.head_dim);
+  const size_t block_elems = size_t(p.heads_kv) * bs * row;
+  pc.k.assign(size_t(p.cache_elems()), course::poison_f32());
+  pc.v.assign(size_t(p.cache_elems()), course::poison_f32());
+  pc.table.assign(size_t(p.batch) * p.max_blocks_per_seq, nan_block);
+  int next = 0;
+  for (int b = 0; b < p.batch; ++b) {
+    const int len = c.lens[size_t(b)];
+    for (int lb = 0; lb * bs < len; ++lb) {
+      const int32_t phys = physical[size_t(next++)];
+      pc.table[size_t(b) * p.max_blocks_per_seq + lb] = phys;
+      for (int hk = 0; hk < p.heads_kv; ++hk)
+        for (int s = 0; s < bs && lb * bs + s < len; ++s) {  // slots past len stay NaN
+          const size_t at = size_t(phys) * block_elems + (size_t(hk) * bs + s) * row;
+          for (size_t d = 0; d < row; ++d) {
+            pc.k[at + d] = float(rng.normal());
+            pc.v[at + d] = float(rng.normal());
+          }
+        }
+    }
+  }
+  return pc;
+}
+
+void check_case(const Case& c, uint64_t seed, float q_scale = 1.f) {
+  INFO(describe(c) << ", q scale " << q_scale << ", seed = " << seed << " (set COURSE_SEED to vary)");
+  const PagedCache pc = build_cache(c, seed);
+  const course::PagedParams& p = pc.p;
+  const auto q = course::random_normal(size_t(p.q_elems()), seed + 1, 0.f, q_scale);
+  auto d_q = course::to_device(q), d_k = course::to_device(pc.k), d_v = course::to_device(pc.v);
+  auto d_table = course::to_device(pc.table), d_lens = course::to_device(c.lens);
+  course::DeviceBuffer<float> d_o(size_t(p.q_elems()));
+  d_o.poison();
+  paged_attention(d_q.data(), d_k.data(), d_v.data(), d_table.data(), d_lens.data(), d_o.data(), p);
+  COURSE_CHECK_OUTPUT(d_o, course::ref::paged_decode_attention(q, pc.k, pc.v, pc.table, c.lens, p),
+                      course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", p.head_dim}},
+                      q_scale == 1.f ? course::Tolerance::fp32() : large_logit_tolerance());
+}
+
+}  // namespace
+
+TEST_CASE("paged_attention: small GQA batch around one block", "[day06][paged_attention][quick]") {
+  check_case({4, 2, 64, 16, {1, 15, 16, 17, 0, 40}}, course::case_seed("paged_quick", 0));
+  check_case({8, 1, 32, 8, {9, 3}}, course::case_seed("paged_quick", 1));
+}
+
+TEST_CASE("paged_attention: block sizes, head ratios and mixed context lengths",
+          "[day06][paged_attention]") {
+  // (Hq, Hkv, D, block size); each runs the mixed batch of context lengths.
+  const std::vector<std::vector<int>> grid{
+      {8, 2, 128, 16},   // GQA-4
+      {8, 1, 64, 8},     // MQA, G = 8
+      {32, 8, 128, 32},  // Llama-style 32/8
+      {12, 4, 32, 16},   // G = 3 (not a power of two)
+      {40, 40, 64, 8},   // MHA, many heads
+      {8, 8, 32, 32},    // MHA, D = 32
+      {32, 1, 128, 16},  // MQA, G = 32: more query heads than one block serves
+      {6, 3, 64, 7},     // a block size that is not a power of two
+  };
+  for (size_t idx = 0; idx < grid.size(); ++idx) {
+    const uint64_t seed = course::case_seed("paged_grid", int64_t(idx));
+    course::Rng rng(seed ^ 0x1E75ull);
+    const auto& g = grid[idx];
+    check_case({g[0], g[1], g[2], g[3], mixed_lens(g[3], rng)}, seed);
+  }
+}
+
+TEST_CASE("paged_attention: block size 1 and a batch of one", "[day06][paged_attention]") {
+  check_case({4, 4, 64, 1, {300, 1, 2}}, course::case_seed("paged_edge", 0));
+  check_case({16, 4, 128, 16, {4096}}, course::case_seed("paged_edge", 1));
+}
+
+TEST_CASE("paged_attention: large logits (|scores| up to ~1e3) stay finite and accurate",
+          "[day06][paged_attention]") {
+  check_case({8, 2, 128, 16, {1, 17, 1000, 4096}}, course::case_seed("paged_magnitude", 0), 300.f);
+}
+
+TEST_CASE("paged_attention rejects bad arguments before launching anything",
+          "[day06][paged_attention][args][quick]") {
+  course::PagedParams good;
+  good.batch = 2;
+  good.heads_q = 4;
+  good.heads_kv = 2;
+  good.head_dim = 64;
+  good.block_size = 16;
+  good.num_blocks = 4;
+  good.max_blocks_per_seq = 2;
+  course::DeviceBuffer<float> q(size_t(good.q_elems())), cache(size_t(good.cache_elems())), o(size_t(good.q_elems()));
+  course::DeviceBuffer<int32_t> table(std::vector<int32_t>{0, 1, 2, 3}), lens(std::vector<int32_t>{5, 20});
+  q.fill_zero();
+  cache.fill_zero();
+  o.poison();
+  const float* qd = q.data();
+  const float* cd = cache.data();
+  const int32_t* td = table.data();
+  const int32_t* ld = lens.data();
+  float* od = o.data();
+  auto with = [&](auto edit) {
+    course::PagedParams p = good;
+    edit(p);
+    return p;
+  };
+  COURSE_CHECK_INVALID_ARGUMENT("q", paged_attention(nullptr, cd, cd, td, ld, od, good));
+  COURSE_CHECK_INVALID_ARGUMENT("k_cache", paged_attention(qd, nullptr, cd, td, ld, od, good));
+  COURSE_CHECK_INVALID_ARGUMENT("v_cache", paged_attention(qd, cd, nullptr, td, ld, od, good));
+  COURSE_CHECK_INVALID_ARGUMENT("block_table", paged_attention(qd, cd, cd, nullptr, ld, od, good));
+  COURSE_CHECK_INVALID_ARGUMENT("context_lens", paged_attention(qd, cd, cd, td, nullptr, od, good));
+  COURSE_CHECK_INVALID_ARGUMENT("o", paged_attention(qd, cd, cd, td, ld, nullptr, good));
+  COURSE_CHECK_INVALID_ARGUMENT("batch", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.batch = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_q", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.heads_q = -4; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.heads_kv = 3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("head_dim", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.head_dim = 96; })));
+  COURSE_CHECK_INVALID_ARGUMENT("block_size", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.block_size = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("num_blocks", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.num_blocks = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("max_blocks_per_seq",
+                                paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.max_blocks_per_seq = 0; })));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  bool untouched = true;
+  for (float x : o.download()) untouched = untouched && course::is_poison_f32(x);
+  CHECK(untouched);  // nothing was written
+}
