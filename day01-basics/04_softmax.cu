@@ -1,0 +1,150 @@
+// Day 01 · Exercise 04 · row softmax: the safe three-pass version, then online softmax.
+// Lesson: day01-basics/README.md, section "04 · softmax". Test: make test EX=04_softmax
+#include <cmath>
+#include <cstdint>
+
+#include "04_softmax.h"
+#include "check_args.h"
+#include "cuda_check.h"
+
+namespace {
+
+// One block of 256 threads (8 warps) per row, as in exercise 03.
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+}  // namespace
+
+// ---- Given: block-wide reductions from exercise 03, in "all-reduce" form -------------------
+// __shfl_xor_sync pairs lane i with lane i ^ offset, so after the five steps EVERY lane holds
+// the result (a butterfly), not only lane 0: every thread of the row needs m and ℓ.
+__device__ float warp_allreduce_max(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, offset));
+  return v;
+}
+
+__device__ float warp_allreduce_sum(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
+  return v;
+}
+
+// Every thread of the block gets the block's max (sum). `scratch` holds kWarps floats.
+__device__ float block_allreduce_max(float v, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warp_allreduce_max(v);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();  // all partials stored before any warp reads them
+  v = warp_allreduce_max(lane < kWarps ? scratch[lane] : -INFINITY);
+  __syncthreads();  // all warps have read scratch before the caller reuses it
+  return v;
+}
+
+__device__ float block_allreduce_sum(float v, float* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warp_allreduce_sum(v);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = warp_allreduce_sum(lane < kWarps ? scratch[lane] : 0.f);
+  __syncthreads();
+  return v;
+}
+
+// ---- Safe softmax: three passes over the row ------------------------------------------------
+__global__ void softmax_safe_kernel(const float* x, float* y, int cols) {
+  const float* x_row = x + int64_t(blockIdx.x) * cols;
+  float* y_row = y + int64_t(blockIdx.x) * cols;
+  __shared__ float scratch[kWarps];
+
+  // TODO(1): pass 1: m = the row's max. Each thread folds its columns (threadIdx.x, then steps of
+  //          blockDim.x) into a local max, then block_allreduce_max(m, scratch) gives every thread
+  //          the row's max (lesson: "Safe softmax in three passes").
+  // TODO(2): pass 2: ℓ = Σ_c expf(x_c - m), the same way with block_allreduce_sum
+  //          (lesson: "Safe softmax in three passes").
+  // TODO(3): pass 3: y_c = expf(x_c - m) / ℓ for this thread's columns. y may alias x: is it safe
+  //          to write y_c here? (lesson: "Safe softmax in three passes" and "In place").
+}
+
+// ---- Online softmax: m and ℓ in one pass -------------------------------------------------------
+// The running state of a row segment: m = max of the values seen, l = Σ exp(x_t - m) over them.
+// Invariant (FlashAttention's m, ℓ): l is always the sum RELATIVE TO THE CURRENT m.
+struct MaxSum {
+  float m;
+  float l;
+};
+
+// Fold one more value into the state. If x raises the max, every term already in l was computed
+// relative to the old max and must be rescaled by exp(m_old - m_new) <= 1.
+__device__ MaxSum online_update(MaxSum st, float x) {
+  // TODO(4): the new max is max(st.m, x); rescale st.l from the old max to the new one, add
+  //          x's own term, store the new max (lesson: "Online softmax: one pass for m and ℓ").
+  return st;
+}
+
+// Merge two states over disjoint segments: the same rescaling, applied to both sides.
+__device__ MaxSum online_merge(MaxSum a, MaxSum b) {
+  // TODO(5): m = max(a.m, b.m); ℓ = a.l·exp(a.m - m) + b.l·exp(b.m - m). Careful when BOTH
+  //          states are empty, m = -inf (lesson: "Merging two partial states").
+  return a;
+}
+
+// Given: merge the states of all 32 lanes (butterfly: every lane gets the result), then of all
+// warps of the block through shared memory, with online_merge as the combining rule.
+__device__ MaxSum warp_merge(MaxSum st) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const MaxSum other{__shfl_xor_sync(kFullMask, st.m, offset), __shfl_xor_sync(kFullMask, st.l, offset)};
+    st = online_merge(st, other);
+  }
+  return st;
+}
+
+__device__ MaxSum block_merge(MaxSum st, float* scratch_m, float* scratch_l) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  st = warp_merge(st);
+  if (lane == 0) {
+    scratch_m[warp] = st.m;
+    scratch_l[warp] = st.l;
+  }
+  __syncthreads();  // every warp's state is stored before any warp reads them
+  st = lane < kWarps ? MaxSum{scratch_m[lane], scratch_l[lane]} : MaxSum{-INFINITY, 0.f};
+  // No second barrier: the kernel below never writes scratch_m / scratch_l again.
+  return warp_merge(st);
+}
+
+__global__ void softmax_online_kernel(const float* x, float* y, int cols) {
+  const float* x_row = x + int64_t(blockIdx.x) * cols;
+  float* y_row = y + int64_t(blockIdx.x) * cols;
+  __shared__ float scratch_m[kWarps], scratch_l[kWarps];
+
+  MaxSum st{-INFINITY, 0.f};
+  // TODO(6): pass 1: fold this thread's columns into st with online_update, then merge all
+  //          threads' states with block_merge (lesson: "Online softmax: one pass for m and ℓ").
+  // TODO(7): pass 2: y_c = expf(x_c - st.m) / st.l for this thread's columns
+  //          (lesson: "Online softmax: one pass for m and ℓ").
+}
+
+// ---- Launchers ------------------------------------------------------------------------------
+namespace {
+
+void check_softmax_args(const char* who, const float* x, const float* y, int rows, int cols) {
+  course::require_not_null(x, who, "x");
+  course::require_not_null(y, who, "y");
+  course::require_non_negative(rows, who, "rows");
+  course::require_positive(cols, who, "cols");
+}
+
+}  // namespace
+
+void softmax_safe(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  check_softmax_args("softmax_safe", x, y, rows, cols);
+  if (rows == 0) return;
+  softmax_safe_kernel<<<rows, kThreads, 0, stream>>>(x, y, cols);  // one block per row
+  CUDA_CHECK_LAUNCH();
+}
+
+void softmax_online(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  check_softmax_args("softmax_online", x, y, rows, cols);
+  if (rows == 0) return;
+  softmax_online_kernel<<<rows, kThreads, 0, stream>>>(x, y, cols);
+  CUDA_CHECK_LAUNCH();
+}
