@@ -28,9 +28,10 @@ EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
 all: build
 
 configure:
-	@cmake -S . -B $(BUILD) $(GENERATOR) $(CMAKE_ARGS) > $(BUILD).configure.log 2>&1 \
-	  || { cat $(BUILD).configure.log; exit 1; }
-	@grep -E "^-- course:|^CMake Warning" -A2 $(BUILD).configure.log | grep -v "^--$$" || true
+	@mkdir -p $(BUILD)
+	@cmake -S . -B $(BUILD) $(GENERATOR) $(CMAKE_ARGS) > $(BUILD)/configure.log 2>&1 \
+	  || { cat $(BUILD)/configure.log; exit 1; }
+	@grep -E "^-- course:|^CMake Warning" -A2 $(BUILD)/configure.log | grep -v "^--$$" || true
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -95,7 +96,7 @@ plot:
 	@python3 bench/plot.py $(BENCH_OUT)/bench.csv --out $(BENCH_OUT)
 
 clean:
-	rm -rf $(BUILD) $(BUILD).configure.log
+	rm -rf $(BUILD)
 
 list:
 	@echo $(EXERCISES) | tr ' ' '\n'
