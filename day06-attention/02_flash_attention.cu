@@ -1,0 +1,245 @@
+// Day 06 · Exercise 02 · flash attention in fp32: tiled online softmax, register-tiled FFMA.
+// Lesson: day06-attention/README.md, section "02 · flash attention". Test: make test EX=02_flash_attention
+//
+// One thread block owns one query tile Q_i (BR rows) of one (batch, head) and walks over the key
+// tiles K_j, V_j (BC rows each), keeping the running row max m_i, row sum ℓ_i and output O_i in
+// registers. The Nq × Nk score matrix never exists in memory: only one BR × BC tile of it, P_ij,
+// passes through shared memory.
+//
+// Thread layout: 16 lanes ("tx", half a warp) share a group of TM query rows ("ty").
+//   S_ij:  a thread computes TM rows × TN keys, keys tx, tx+16, tx+32, ... (strided, see LDK)
+//   O_i:   a thread accumulates TM rows × DN = D/16 output columns
+// so every statistic of a row lives in 16 lanes of one warp and is combined with shuffles.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "02_flash_attention.h"
+#include "check_args.h"
+#include "cuda_check.h"
+
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Tile shape. BR = query rows per block, BC = keys per tile, TM = query rows per thread.
+template <int D_, int BR_, int BC_, int TM_>
+struct FlashConfig {
+  static constexpr int D = D_, BR = BR_, BC = BC_, TM = TM_;
+  static constexpr int TX = 16;            // lanes that share a row: half a warp
+  static constexpr int TY = BR / TM;       // row groups per block
+  static constexpr int THREADS = TX * TY;
+  static constexpr int TN = BC / TX;       // keys of S_ij per thread
+  static constexpr int DN = D / TX;        // columns of O_i per thread
+  static constexpr int VW = DN < 4 ? DN : 4;  // vector width of V reads and O writes
+  // Leading dimensions in shared memory (floats). Lanes tx = 0..7 read K rows tx, tx+1, ... at
+  // the same column; a pad of 4 floats moves consecutive rows by one 16-byte bank group, so one
+  // float4 load per lane is conflict-free. Ps is written the same way (one row per key). Q is
+  // read by broadcast (all 16 lanes of a row group load the same address) and V along a row,
+  // so neither needs a pad.
+  static constexpr int LDQ = D, LDK = D + 4, LDV = D, LDP = BR + 4;
+  static constexpr size_t kSmemBytes = sizeof(float) * size_t(BR * LDQ + BC * LDK + BC * LDV + BC * LDP);
+  static_assert(BR % TM == 0 && TM % 4 == 0, "TM rows per thread, read as float4");
+  static_assert(BC % TX == 0 && D % TX == 0 && DN % VW == 0, "tile must split over 16 lanes");
+};
+
+// 16-byte global -> shared copy. On sm_80+ it is asynchronous (cp.async): the copy runs while
+// the threads compute, and cp_async_wait<N>() waits until at most N groups are still in flight.
+// valid == false writes zeros (padding rows past the end of Q, K or V) and reads nothing.
+__device__ __forceinline__ void copy16(float* smem, const float* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+#else
+  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+// Stage rows [row0, row0 + ROWS) of a [n_rows, D] matrix into shared memory (leading dimension
+// LD); rows past n_rows become zeros. Consecutive threads copy consecutive 16-byte pieces of a
+// row, so each warp reads whole 128-byte lines (coalesced).
+template <class C, int ROWS, int LD>
+__device__ __forceinline__ void load_tile(float* dst, const float* src, int row0, int n_rows) {
+  constexpr int kChunksPerRow = C::D / 4;
+  for (int idx = threadIdx.x; idx < ROWS * kChunksPerRow; idx += C::THREADS) {
+    const int r = idx / kChunksPerRow, c4 = (idx % kChunksPerRow) * 4;
+    const bool valid = row0 + r < n_rows;
+    copy16(dst + r * LD + c4, valid ? src + int64_t(row0 + r) * C::D + c4 : src, valid);
+  }
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::THREADS)
+flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                       const float* __restrict__ v, float* __restrict__ o, int heads, int seq_q,
+                       int seq_k, float scale, bool causal) {
+  constexpr int D = C::D, BR = C::BR, BC = C::BC, TM = C::TM, TN = C::TN, TX = C::TX;
+  constexpr int DN = C::DN, VW = C::VW;
+  extern __shared__ float4 smem_f4[];  // float4: 16-byte alignment for the vector accesses
+  float* Qs = reinterpret_cast<float*>(smem_f4);  // Q_i   [BR][LDQ]
+  float* Ks = Qs + BR * C::LDQ;                    // K_j   [BC][LDK]
+  float* Vs = Ks + BC * C::LDK;                    // V_j   [BC][LDV]
+  float* Ps = Vs + BC * C::LDV;                    // P_ijᵀ [BC][LDP]: key-major, so a thread reads
+                                                   // its TM rows of one key as float4s
+  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+  // Reverse order: under a causal mask the last query tiles have the most keys; starting them
+  // first keeps the tail of the grid short.
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * BR;
+  const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;
+  const float* q_bh = q + bh * seq_q * D;
+  const float* k_bh = k + bh * seq_k * D;  // MHA: query head h reads KV head h
+  const float* v_bh = v + bh * seq_k * D;
+  float* o_bh = o + bh * seq_q * D;
+  const int off = seq_k - seq_q;  // bottom-right alignment: row i sees keys j <= i + off
+
+  // TODO(1): under a causal mask, stop early: tiles whose every key lies above the diagonal
+  //          (key > i + off for every row i of this tile) can be skipped whole, and a tile whose
+  //          rows see no key at all visits none (lesson: "02 · Causal: whole-tile skipping").
+  int n_kv_tiles = (seq_k + BC - 1) / BC;
+
+  float o_acc[TM][DN];  // O_i, unnormalised
+  float m_i[TM];        // running row max of the scaled scores
+  float l_i[TM];        // running row sum of exp2(s - m_i), this thread's keys only
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    m_i[m] = -INFINITY;
+    l_i[m] = 0.f;
+#pragma unroll
+    for (int d = 0; d < DN; ++d) o_acc[m][d] = 0.f;
+  }
+
+  load_tile<C, BR, C::LDQ>(Qs, q_bh, q0, seq_q);
+  if (n_kv_tiles > 0) load_tile<C, BC, C::LDK>(Ks, k_bh, 0, seq_k);
+  cp_async_commit();
+
+  for (int j = 0; j < n_kv_tiles; ++j) {
+    const int kv0 = j * BC;
+    cp_async_wait<0>();
+    // (A) K_j (and Q_i) have landed for every thread's copies; every thread has also finished
+    //     the previous P·V, so Vs and Ps may be overwritten.
+    __syncthreads();
+    load_tile<C, BC, C::LDV>(Vs, v_bh, kv0, seq_k);  // V_j arrives while S_ij is computed
+    cp_async_commit();
+
+    // S_ij = Q_i K_jᵀ: TM × TN dot products per thread, four columns of D per step.
+    float s[TM][TN] = {};
+    // TODO(2): accumulate s[m][n] = Q_i[ty·TM + m] · K_j[tx + n·TX] over the D columns, reading
+    //          float4s from Qs (leading dimension C::LDQ) and Ks (C::LDK); load the TM + TN float4s
+    //          of one step into registers first, then do the TM·TN·4 FMAs (lesson:
+    //          "02 · Register tiling").
+    // (B) every thread is done reading K_j: the next tile may be copied over it.
+    __syncthreads();
+    if (j + 1 < n_kv_tiles) load_tile<C, BC, C::LDK>(Ks, k_bh, kv0 + BC, seq_k);
+    cp_async_commit();  // possibly empty: keeps the group count the same every iteration
+
+    // TODO(3): scale s (s · scale) and set it to -INFINITY where the key is
+    //          past seq_k or, causal, above the diagonal (key > i + off); only tiles that
+    //          straddle one of those boundaries need the test (lesson: "02 · Masks and tails").
+    // TODO(4): the online-softmax update of each of the TM rows (lesson: "02 · The online
+    //          softmax"): the tile's row max across the row's 16 lanes (__shfl_xor_sync), m_new,
+    //          the correction alpha = exp(m_old - m_new), p = exp(s - m_new) in place of s
+    //          (with exp2f and kLog2e: lesson "02 · exp2 without losing digits"),
+    //          l_i = alpha · l_i + (sum of this thread's p), o_acc *= alpha. Keep everything
+    //          finite for a row that has seen only -inf so far.
+    // TODO(5): store P_ij into Ps transposed, Ps[key · C::LDP + row], as float4s of 4 rows.
+    cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
+    // (C) all of P_ij is written and all of V_j is visible to every thread.
+    __syncthreads();
+
+    // TODO(6): O_i += P_ij V_j: for each of the BC keys, read this thread's TM probabilities
+    //          from Ps and its DN values of V (columns e·TX + tx·VW .. + VW - 1 for
+    //          e = 0, VW, 2·VW, ...), then TM·DN FMAs into o_acc (lesson: "02 · Register tiling").
+  }
+  cp_async_wait<0>();
+
+  // TODO(7): combine l_i over the row's 16 lanes, then write o_acc / l_i for every real row
+  //          (i < seq_q) at the columns this thread owns, zeros where l_i == 0 (lesson:
+  //          "02 · Epilogue").
+}
+
+template <class C>
+void launch(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+            cudaStream_t stream) {
+  const auto kernel = flash_attention_kernel<C>;
+  // Above 48 KiB of shared memory a kernel must opt in; ask for the largest carveout too.
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
+  kernel<<<grid, C::THREADS, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.seq_q, p.seq_k,
+                                                       p.softmax_scale(), p.causal);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Launches the first configuration whose shared memory fits this GPU (the last one is the
+// fallback). Tile shapes measured on an H100 (lesson: "02 · What to measure"); the smaller ones
+// fit the 99 KiB of consumer GPUs and the 64 KiB of Turing.
+template <class First, class... Rest>
+void launch_first_fitting(int smem_limit, const float* q, const float* k, const float* v, float* o,
+                          const course::AttentionParams& p, cudaStream_t stream) {
+  if constexpr (sizeof...(Rest) == 0) {
+    launch<First>(q, k, v, o, p, stream);
+  } else {
+    if (First::kSmemBytes <= size_t(smem_limit)) launch<First>(q, k, v, o, p, stream);
+    else launch_first_fitting<Rest...>(smem_limit, q, k, v, o, p, stream);
+  }
+}
+
+void check_aligned(const void* ptr, const char* field) {
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention", field,
+                  "must be 16-byte aligned (rows are copied as float4)");
+}
+
+}  // namespace
+
+void flash_attention(const float* q, const float* k, const float* v, float* o,
+                     const course::AttentionParams& p, cudaStream_t stream) {
+  const char* fn = "flash_attention";
+  course::require_not_null(q, fn, "q");
+  course::require_not_null(k, fn, "k");
+  course::require_not_null(v, fn, "v");
+  course::require_not_null(o, fn, "o");
+  check_aligned(q, "q");
+  check_aligned(k, "k");
+  check_aligned(v, "v");
+  check_aligned(o, "o");
+  course::require_positive(p.batch, fn, "batch");
+  course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
+  course::require_positive(p.heads_q, fn, "heads_q");
+  course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
+  course::require_positive(p.heads_kv, fn, "heads_kv");
+  course::require(p.heads_kv == p.heads_q, fn, "heads_kv", "must equal heads_q (GQA is exercise 03)");
+  course::require_positive(p.seq_q, fn, "seq_q");
+  course::require_positive(p.seq_k, fn, "seq_k");
+  course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
+                  "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
+  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
+
+  int device = 0, smem_limit = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  switch (p.head_dim) {  // FlashConfig<D, BR, BC, TM>
+    case 32:
+      launch_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, q, k, v, o, p, stream);
+      break;
+    case 64:
+      launch_first_fitting<FlashConfig<64, 64, 64, 8>, FlashConfig<64, 64, 32, 8>>(smem_limit, q, k, v, o, p, stream);
+      break;
+    default:
+      launch_first_fitting<FlashConfig<128, 128, 64, 8>, FlashConfig<128, 64, 32, 8>, FlashConfig<128, 32, 32, 4>>(
+          smem_limit, q, k, v, o, p, stream);
+      break;
+  }
+}
