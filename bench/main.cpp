@@ -222,8 +222,12 @@ int run(const Options& o, const std::string& command) {
             << " before each run; every kernel checked against the CPU reference first\n"
             << std::flush;
 
+  // A *blocking* stream on purpose: uploads and the NaN poison go through cudaMemcpy on the
+  // legacy default stream, and a copy from pageable memory may return before its DMA has
+  // landed. A blocking stream waits for that work; a cudaStreamNonBlocking one would let the
+  // kernel run first (seen on an H100: the poison arrived after the kernel's output).
   cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreate(&stream));
   if (o.roofs && o.compare.empty()) {
     if (!o.quiet) std::cerr << "measuring roofs (copy, cuBLAS fp32 and fp16 GEMM)...\n";
     info.roofs = measure_roofs(stream, o.timing);

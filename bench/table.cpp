@@ -61,8 +61,9 @@ std::string Table::markdown() const {
   line(headers_);
   o << "|";
   for (size_t c = 0; c < headers_.size(); ++c) {
-    // Right-align a column whose first cell is a number.
-    const bool num = !rows_.empty() && c < rows_[0].size() && numeric(rows_[0][c]);
+    // Right-align a column that holds numbers.
+    bool num = false;
+    for (const auto& r : rows_) num = num || (c < r.size() && numeric(r[c]));
     o << (num ? "--:|" : "---|");
   }
   o << "\n";
