@@ -17,6 +17,7 @@
 #include "bench.h"
 #include "compare.h"
 #include "device_buffer.h"
+#include "device_compare.h"
 #include "random.h"
 #include "reference.h"
 
@@ -35,7 +36,7 @@ std::string Check::label() const {
 
 namespace {
 
-using course::compare;
+using course::check_device_output;
 using course::CompareResult;
 using course::DeviceBuffer;
 using course::Dims;
@@ -52,22 +53,6 @@ DeviceBuffer<float> output_buffer(size_t n) {
 // Inputs and poison are written with cudaMemcpy from pageable memory, which may return before
 // the data has landed; make sure it has before the kernel (on the bench's stream) reads it.
 void inputs_ready() { CUDA_CHECK(cudaDeviceSynchronize()); }
-
-CompareResult read_and_compare(const DeviceBuffer<float>& out, const std::vector<float>& ref,
-                               const Dims& dims, Tolerance tol = Tolerance::fp32()) {
-  CUDA_CHECK(cudaDeviceSynchronize());  // faults inside the kernel surface here
-  return compare(out.download(), ref, dims, tol, out.guard_damage());
-}
-
-// A length-K fp32 dot product carries an absolute rounding error that grows with K (about
-// 2^-24·K/√2 for unit-normal data), so a plain fp32 atol rejects a correct kernel once K reaches
-// ~1000. Same allowance as day01-basics/tests/test_02_matmul.cpp: atol + 5e-7·K.
-Tolerance matmul_tolerance(int k) {
-  Tolerance t = Tolerance::fp32();
-  t.atol += 5e-7 * k;
-  t.name = "fp32, atol + 5e-7*K";
-  return t;
-}
 
 // Folds one compare() into the running verdict (the worst one wins).
 void merge(Check& c, const CompareResult& r, const std::string& what) {
@@ -86,7 +71,7 @@ void check_vector(const Kernel& kern, Check& c, cudaStream_t st) {
   auto dc = output_buffer(n);
   inputs_ready();
   kern.vector(da.data(), db.data(), dc.data(), n, st);
-  merge(c, read_and_compare(dc, course::ref::add(a, b), Dims{{"i", n}}), "n=100003");
+  merge(c, check_device_output(dc, course::ref::add(a, b), Dims{{"i", n}}), "n=100003");
 }
 
 void check_matmul(const Kernel& kern, const Shape& s, Check& c, cudaStream_t st) {
@@ -97,8 +82,8 @@ void check_matmul(const Kernel& kern, const Shape& s, Check& c, cudaStream_t st)
   auto dc = output_buffer(size_t(m) * n);
   inputs_ready();
   kern.matmul(da.data(), db.data(), dc.data(), m, n, k, st);
-  merge(c, read_and_compare(dc, course::ref::matmul_abt(a, b, m, n, k), Dims{{"r", m}, {"c", n}},
-                            matmul_tolerance(k)),
+  merge(c, check_device_output(dc, course::ref::matmul_abt(a, b, m, n, k), Dims{{"r", m}, {"c", n}},
+                            Tolerance::fp32_sum(k)),
         "m=67 n=129 k=" + std::to_string(k));
 }
 
@@ -111,15 +96,16 @@ void check_rows(const Kernel& kern, const Shape& s, Check& c, cudaStream_t st) {
     auto dmax = output_buffer(rows), dsum = output_buffer(rows);
     inputs_ready();
     kern.row_reduce(dx.data(), dmax.data(), dsum.data(), rows, cols, st);
-    merge(c, read_and_compare(dmax, course::ref::row_max(x, rows, cols), Dims{{"r", rows}}),
+    merge(c, check_device_output(dmax, course::ref::row_max(x, rows, cols), Dims{{"r", rows}}),
           what + " row_max");
-    merge(c, read_and_compare(dsum, course::ref::row_sum(x, rows, cols), Dims{{"r", rows}}),
+    merge(c, check_device_output(dsum, course::ref::row_sum(x, rows, cols), Dims{{"r", rows}},
+                                 Tolerance::fp32_sum(cols)),
           what + " row_sum");
   } else {
     auto dy = output_buffer(x.size());
     inputs_ready();
     kern.softmax(dx.data(), dy.data(), rows, cols, st);
-    merge(c, read_and_compare(dy, course::ref::softmax_rows(x, rows, cols),
+    merge(c, check_device_output(dy, course::ref::softmax_rows(x, rows, cols),
                               Dims{{"r", rows}, {"c", cols}}),
           what);
   }
@@ -147,7 +133,7 @@ void check_prefill(const Kernel& kern, const Shape& s, Check& c, cudaStream_t st
     std::ostringstream what;
     what << "b=2 hq=" << p.heads_q << " hkv=2 nq=" << p.seq_q << " nk=" << p.seq_k
          << " d=" << p.head_dim << (p.causal ? " causal" : "");
-    merge(c, read_and_compare(dout, course::ref::attention(q, k, v, p),
+    merge(c, check_device_output(dout, course::ref::attention(q, k, v, p),
                               Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}}),
           what.str());
   }
@@ -194,7 +180,7 @@ void check_decode(const Kernel& kern, const Shape& s, Check& c, cudaStream_t st)
   std::ostringstream what;
   what << "context_lens={1," << p.block_size + 1 << ",300} hq=" << p.heads_q
        << " hkv=" << p.heads_kv << " d=" << p.head_dim << " bs=" << p.block_size;
-  merge(c, read_and_compare(dout, course::ref::paged_decode_attention(q, kc, vc, table, lens, p),
+  merge(c, check_device_output(dout, course::ref::paged_decode_attention(q, kc, vc, table, lens, p),
                             Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", p.head_dim}}),
         what.str());
 }

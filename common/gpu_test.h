@@ -19,6 +19,7 @@
 #include "compare.h"
 #include "cuda_check.h"
 #include "device_buffer.h"
+#include "device_compare.h"
 #include "fp16_host.h"
 #include "random.h"
 
@@ -27,20 +28,6 @@ namespace course {
 template <class T>
 DeviceBuffer<T> to_device(const std::vector<T>& host) {
   return DeviceBuffer<T>(host);
-}
-
-inline CompareResult check_device_output(const DeviceBuffer<float>& out, const std::vector<float>& ref,
-                                         const Dims& dims, const Tolerance& tol) {
-  CUDA_CHECK(cudaDeviceSynchronize());  // kernel faults surface here, as an exception
-  return compare(out.download(), ref, dims, tol, out.guard_damage());
-}
-
-// fp16 outputs travel as raw bits (uint16_t); the poison pattern maps to the fp32 one so
-// unwritten elements are still reported as such.
-inline CompareResult check_device_output(const DeviceBuffer<uint16_t>& out, const std::vector<float>& ref,
-                                         const Dims& dims, const Tolerance& tol) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return compare(half_bits_to_float(out.download()), ref, dims, tol, out.guard_damage());
 }
 
 // Calls fn() and reports whether it threw std::invalid_argument whose message names `field`.

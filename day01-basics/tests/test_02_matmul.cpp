@@ -32,20 +32,6 @@ const std::vector<NamedLauncher>& launchers() {
   return all;
 }
 
-// fp32 tolerance with an absolute term that grows with K. The GPU sums the K products in fp32,
-// one rounding per step, in its own order; the reference sums in double. The rounding errors of
-// a length-K fp32 dot product of unit-normal data add up like a random walk over partial sums
-// of size ~sqrt(t), which puts the typical error near 2^-24·K/√2 (K = 4096: about 1.6e-4, and
-// the worst of a million outputs ~5x that). 5e-7·K keeps a 2x margin over that worst case and
-// is still four orders of magnitude below what a dropped tile or a race produces (errors of
-// order one).
-course::Tolerance matmul_tolerance(int k) {
-  course::Tolerance t = course::Tolerance::fp32();
-  t.atol += 5e-7 * k;
-  t.name = "fp32, atol + 5e-7*K";
-  return t;
-}
-
 // Runs every launcher on one shape with fresh seeded inputs and a NaN-poisoned C.
 void check_shape(const std::string& test, int index, const Shape& s) {
   const uint64_t seed = course::case_seed(test, index);
@@ -60,7 +46,7 @@ void check_shape(const std::string& test, int index, const Shape& s) {
     DeviceBuffer<float> d_c(size_t(s.m) * s.n);
     d_c.poison();
     l.fn(d_a.data(), d_b.data(), d_c.data(), s.m, s.n, s.k);
-    COURSE_CHECK_OUTPUT(d_c, ref, course::Dims{{"i", s.m}, {"j", s.n}}, matmul_tolerance(s.k));
+    COURSE_CHECK_OUTPUT(d_c, ref, course::Dims{{"i", s.m}, {"j", s.n}}, course::Tolerance::fp32_sum(s.k));
   }
 }
 

@@ -17,18 +17,6 @@ struct Shape {
   int rows, cols;
 };
 
-// The max is exact (it picks one of the inputs), so the plain fp32 tolerance applies. The sum is
-// rounded once per addition in fp32, in the kernel's order, while the reference sums in double:
-// the error of a sum of `cols` unit-normal values grows about like 2^-24·sqrt(cols)·(size of the
-// partial sums), ~2e-5 at 12 345 columns. The extra 2e-8·cols of absolute tolerance (2.5e-4
-// there) covers that with a wide margin; a missing or duplicated element changes a sum by ~1.
-course::Tolerance sum_tolerance(int cols) {
-  course::Tolerance t = course::Tolerance::fp32();
-  t.atol += 2e-8 * cols;
-  t.name = "fp32, atol + 2e-8*cols";
-  return t;
-}
-
 void check_rows(const std::vector<float>& x, const Shape& s, const std::string& what) {
   auto d_x = course::to_device(x);
   DeviceBuffer<float> d_max(size_t(s.rows)), d_sum(size_t(s.rows));
@@ -42,7 +30,7 @@ void check_rows(const std::vector<float>& x, const Shape& s, const std::string& 
   }
   {
     INFO("checking row_sum (" << what << ")");
-    COURSE_CHECK_OUTPUT(d_sum, course::ref::row_sum(x, s.rows, s.cols), dims, sum_tolerance(s.cols));
+    COURSE_CHECK_OUTPUT(d_sum, course::ref::row_sum(x, s.rows, s.cols), dims, course::Tolerance::fp32_sum(s.cols));
   }
 }
 
