@@ -27,7 +27,7 @@ constexpr int kKeysPerTile = 32;    // Bc: keys per K_j/V_j tile; the scores S_i
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)  // <= 128 registers: two blocks (16 warps) per SM
 gqa_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
                      const float* __restrict__ v, float* __restrict__ o, int heads_q,
                      int heads_kv, int seq_q, int seq_k, float scale_log2, bool causal) {
