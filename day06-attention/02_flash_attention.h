@@ -5,7 +5,8 @@
 // Layouts and mask semantics: common/attention_params.h. Multi-head only here:
 // p.heads_q == p.heads_kv (grouped heads are exercise 03). Any Nq, Nk >= 1 (including
 // Nq != Nk and sizes that are not tile multiples), causal or not, head_dim 32, 64 or 128;
-// p.window must be -1. Throws std::invalid_argument naming the field (q, k, v, o, batch,
+// p.window must be -1. q, k, v and o must be 16-byte aligned (tiles are copied as float4; any
+// cudaMalloc pointer is). Throws std::invalid_argument naming the field (q, k, v, o, batch,
 // heads_q, heads_kv, seq_q, seq_k, head_dim, window) before any launch.
 #pragma once
 #include <cuda_runtime.h>
