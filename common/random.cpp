@@ -65,4 +65,10 @@ std::vector<float> random_uniform(size_t n, uint64_t seed, float lo, float hi) {
   return v;
 }
 
+std::vector<float> random_normal_sixteenths(size_t n, uint64_t seed, float stddev) {
+  std::vector<float> v = random_normal(n, seed, 0.f, stddev);
+  for (float& x : v) x = std::trunc(x * 16.f) / 16.f;
+  return v;
+}
+
 }  // namespace course

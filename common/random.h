@@ -32,4 +32,12 @@ class Rng {
 std::vector<float> random_normal(size_t n, uint64_t seed, float mean = 0.f, float stddev = 1.f);
 std::vector<float> random_uniform(size_t n, uint64_t seed, float lo, float hi);
 
+// Normal samples truncated to multiples of 1/16. Products of such values, and sums of a few
+// hundred of them, are exact in fp32 whatever the summation order; with a power-of-two
+// softmax scale the logits are then exact too. Large-logit tests (|S| ~ 1e3) use them: with
+// arbitrary inputs, merely rounding a logit near 1e3 to fp32 moves it by ~3e-5, and two nearly
+// tied keys then swap weight beyond any fp32 tolerance (a property of fp32, not of the kernel).
+// With exact logits what remains is the kernel's softmax arithmetic, held to Tolerance::fp32().
+std::vector<float> random_normal_sixteenths(size_t n, uint64_t seed, float stddev = 1.f);
+
 }  // namespace course

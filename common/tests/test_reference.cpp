@@ -241,3 +241,17 @@ TEST_CASE("the reference rejects inconsistent parameters", "[reference]") {
   const std::vector<float> x(64, 0.f);
   CHECK_THROWS_AS(ref::attention(x, x, x, make(1, 3, 2, 2, 2, 4)), std::invalid_argument);
 }
+
+TEST_CASE("random_normal_sixteenths gives dot products that are exact in fp32", "[random]") {
+  const auto a = course::random_normal_sixteenths(128, 1, 4.f), b = course::random_normal_sixteenths(128, 2, 4.f);
+  float forward = 0.f, backward = 0.f;
+  double exact = 0.0;
+  for (int t = 0; t < 128; ++t) {
+    CHECK(a[t] * 16.f == std::trunc(a[t] * 16.f));
+    forward += a[t] * b[t];
+    backward += a[127 - t] * b[127 - t];
+    exact += double(a[t]) * b[t];
+  }
+  CHECK(forward == backward);  // summation order does not matter: nothing was rounded
+  CHECK(double(forward) == exact);
+}
