@@ -57,11 +57,11 @@ void run_grid(const std::string& name, const std::vector<Case>& cases, float sca
     INFO("B=" << c.b << " Hq=" << c.hq << " Hkv=" << c.hkv << " Nq=" << c.nq << " Nk=" << c.nk
               << " D=" << c.d << (c.causal ? " causal" : "") << " scale=" << p.softmax_scale()
               << " (" << c.why << "), seed = " << seed << " (set COURSE_SEED to vary)");
-    auto q = course::random_normal(size_t(p.q_elems()), seed);
-    auto k = course::random_normal(size_t(p.kv_elems()), seed + 1);
-    if (exact_qk)  // multiples of 1/16: every dot product is exact in fp32
-      for (auto* t : {&q, &k})
-        for (float& x : *t) x = float(int(x * 16.f)) / 16.f;
+    // exact_qk: multiples of 1/16, so every logit is exact in fp32 (large-logit cases)
+    const auto q = exact_qk ? course::random_normal_sixteenths(size_t(p.q_elems()), seed)
+                            : course::random_normal(size_t(p.q_elems()), seed);
+    const auto k = exact_qk ? course::random_normal_sixteenths(size_t(p.kv_elems()), seed + 1)
+                            : course::random_normal(size_t(p.kv_elems()), seed + 1);
     check_naive(p, q, k, course::random_normal(size_t(p.kv_elems()), seed + 2));
   }
 }

@@ -33,10 +33,12 @@ __device__ float4 fma4(float s, float4 a, float4 acc) {
 }
 
 // Merge the online-softmax state (m2, l2, acc2) into (m, l, acc); both may be empty (m = -inf).
-__device__ void merge_state(float& m, float& l, float4& acc, float m2, float l2, float4 acc2) {
+// m is in raw score units; exponents are (m - m_new)·scale·log2(e).
+__device__ void merge_state(float& m, float& l, float4& acc, float m2, float l2, float4 acc2,
+                            float scale_log2) {
   const float m_new = fmaxf(m, m2);
   const float m_use = m_new == -INFINITY ? 0.f : m_new;
-  const float a = exp2f(m - m_use), a2 = exp2f(m2 - m_use);
+  const float a = exp2f((m - m_use) * scale_log2), a2 = exp2f((m2 - m_use) * scale_log2);
   l = l * a + l2 * a2;
   acc = fma4(a2, acc2, scale4(acc, a));
   m = m_new;
@@ -66,7 +68,10 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
   const float4* k4 = reinterpret_cast<const float4*>(k_cache);
   const float4* v4 = reinterpret_cast<const float4*>(v_cache);
 
-  // The query float4 of each served head, pre-scaled by scale·log2(e) (so softmax uses exp2).
+  // The query float4 of each served head, unscaled: scores stay in raw units and the softmax
+  // multiplies (s - m) by scale·log2(e) only AFTER subtracting the max. Pre-scaling q instead
+  // would round every logit before the subtraction, an error of ~1e-4 at logits of 1e3 (the
+  // lesson of exercise 02); here the extra multiply is free, decode waits on memory anyway.
   float4 q_h[GB], acc[GB];
   float m[GB], l[GB];
 #pragma unroll
@@ -74,7 +79,7 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
     q_h[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (g0 + g < group) {
       const size_t row = size_t(b) * heads_q + (g0 + g) * heads_kv + hk;  // BUG: KV head h % Hkv
-      q_h[g] = scale4(reinterpret_cast<const float4*>(q)[row * kLanesPerToken + col], scale_log2);
+      q_h[g] = reinterpret_cast<const float4*>(q)[row * kLanesPerToken + col];
     }
     acc[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     m[g] = -INFINITY;
@@ -110,12 +115,12 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
       }
       const float m_new = fmaxf(m[g], s_max);
       const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      const float alpha = exp2f(m[g] - m_use);
+      const float alpha = exp2f((m[g] - m_use) * scale_log2);
       l[g] *= alpha;
       acc[g] = scale4(acc[g], alpha);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        const float p = exp2f(s[u] - m_use);
+        const float p = exp2f((s[u] - m_use) * scale_log2);
         l[g] += p;
         acc[g] = fma4(p, v_t[u], acc[g]);
       }
@@ -135,7 +140,7 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
       a2.y = __shfl_xor_sync(0xffffffffu, acc[g].y, off);
       a2.z = __shfl_xor_sync(0xffffffffu, acc[g].z, off);
       a2.w = __shfl_xor_sync(0xffffffffu, acc[g].w, off);
-      merge_state(m[g], l[g], acc[g], m2, l2, a2);
+      merge_state(m[g], l[g], acc[g], m2, l2, a2, scale_log2);
     }
   }
   // ...then the warps, through shared memory.
@@ -156,7 +161,8 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
     if (g0 + g >= group) continue;
     float m_all = -INFINITY, l_all = 0.f;
     float4 acc_all = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int w = 0; w < kWarps; ++w) merge_state(m_all, l_all, acc_all, part_m[w][g], part_l[w][g], part_acc[w][g][c]);
+    for (int w = 0; w < kWarps; ++w) merge_state(m_all, l_all, acc_all, part_m[w][g], part_l[w][g], part_acc[w][g][c],
+                                                    scale_log2);
     const float inv_l = l_all > 0.f ? 1.f / l_all : 0.f;  // context length 0: zeros, not 0/0
     const size_t row = size_t(b) * heads_q + (g0 + g) * heads_kv + hk;  // BUG: KV head h % Hkv
     reinterpret_cast<float4*>(o)[row * kLanesPerToken + c] = scale4(acc_all, inv_l);
