@@ -15,18 +15,7 @@
 
 #include "attention_params.h"
 
-#ifdef BENCH_HAVE_01_naive_attention
-#include "01_naive_attention.h"
-#endif
-#ifdef BENCH_HAVE_02_flash_attention
-#include "02_flash_attention.h"
-#endif
-#ifdef BENCH_HAVE_03_gqa_attention
-#include "03_gqa_attention.h"
-#endif
-#ifdef BENCH_HAVE_04_paged_attention
-#include "04_paged_attention.h"
-#endif
+#include "launchers.h"
 
 namespace {
 

@@ -7,18 +7,7 @@
 
 #include "bench.h"
 
-#ifdef BENCH_HAVE_01_vector_add
-#include "01_vector_add.h"
-#endif
-#ifdef BENCH_HAVE_02_matmul
-#include "02_matmul.h"
-#endif
-#ifdef BENCH_HAVE_03_reduction
-#include "03_reduction.h"
-#endif
-#ifdef BENCH_HAVE_04_softmax
-#include "04_softmax.h"
-#endif
+#include "launchers.h"
 
 namespace bench {
 
