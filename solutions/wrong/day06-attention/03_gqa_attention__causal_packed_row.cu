@@ -1,15 +1,27 @@
-// WRONG VARIANT (must be rejected by the tests): the causal mask and the tile-skipping bound use
-// the PACKED row index r = i·G + g instead of the query position i = r / G. Correct for G = 1;
-// for G > 1 rows see keys from their future.
-// Day 06 · Exercise 03 · grouped-query attention (prefill): K_j/V_j tiles shared by a whole group.
+// WRONG VARIANT (must be rejected by the tests): the causal mask and the tile bounds use the
+// PACKED row index r = i·G + g instead of the query position i = r / G. Correct for G = 1; for
+// G > 1 every row but those of position 0 sees keys from its future.
+// Day 06 · Exercise 03 · grouped-query attention (prefill): one K_j/V_j tile serves all G heads.
 // Lesson: day06-attention/README.md, section "03 · GQA". Test: make test EX=03_gqa_attention
 //
-// Hq = G·Hkv query heads share Hkv KV heads. One thread block works on ONE KV head and packs
-// the G query heads of its group into a single stream of rows, r = i·G + g (query position i,
-// head g of the group). A block takes 64 consecutive packed rows, so every K_j/V_j tile it
-// loads into shared memory serves all G heads at once: K/V traffic is divided by G compared
-// with running G separate heads. The rest is flash attention (exercise 02): tiled online
-// softmax with running m_i, ℓ_i, O_i per row, bottom-right causal mask, whole-tile skipping.
+// Hq = G·Hkv query heads share Hkv KV heads; query head h reads KV head h / G. One thread block
+// works on ONE KV head hk and packs the G query heads of its group into a single stream of
+// rows, r = i·G + g (query position i, query head hk·G + g). A block takes BR consecutive
+// packed rows, so every K_j/V_j tile it stages in shared memory serves all G heads at once:
+// K/V traffic is divided by G compared with running the heads one by one.
+//
+// The rest is exercise 02's kernel (tiled online softmax, register-tiled FFMA, cp.async K/V
+// tiles, bottom-right causal mask with whole-tile skipping). Packing changes three things:
+//   * where a row of Q and O lives: packed_row() below (Q_i and O_i are scattered over G heads);
+//   * the causal mask and the tile bound use the query POSITION i = r / G, never r itself;
+//   * a block of BR packed rows spans only about BR / G positions, so its causal range is short.
+//
+// Thread layout (as in 02): 16 lanes ("tx", half a warp) share a group of TM packed rows ("ty").
+//   S_ij:  a thread computes TM rows × TN keys, keys tx, tx+16, tx+32, ... (strided, see LDK)
+//   O_i:   a thread accumulates TM rows × DN = D/16 output columns
+// so every statistic of a row lives in 16 lanes of one warp and is combined with shuffles.
+#include <cuda_runtime.h>
+
 #include <cmath>
 #include <cstdint>
 
@@ -19,127 +31,299 @@
 
 namespace {
 
-constexpr int kRowsPerBlock = 64;   // Br: packed (position, head) rows per block
-constexpr int kThreadsPerRow = 4;   // a row's D columns are split over 4 neighbouring lanes
-constexpr int kThreads = kRowsPerBlock * kThreadsPerRow;
-constexpr int kKeysPerTile = 32;    // Bc: keys per K_j/V_j tile; the scores S_ij live in registers
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int D>
-__global__ void __launch_bounds__(kThreads)
-gqa_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                     const float* __restrict__ v, float* __restrict__ o, int heads_q,
-                     int heads_kv, int seq_q, int seq_k, float scale_log2, bool causal) {
-  constexpr int kVecs = D / 4;                      // float4s per row of Q, K, V, O
-  constexpr int kMyVecs = kVecs / kThreadsPerRow;   // float4s of a row this thread owns
-  // K_j and V_j of one tile (Bc × D each; 32 KiB together at D = 128), read by all 64 rows.
-  __shared__ float4 k_tile[kKeysPerTile][kVecs];
-  __shared__ float4 v_tile[kKeysPerTile][kVecs];
+// Tile shape. BR = packed rows per block, BC = keys per tile, TM = packed rows per thread.
+template <int D_, int BR_, int BC_, int TM_>
+struct GqaConfig {
+  static constexpr int D = D_, BR = BR_, BC = BC_, TM = TM_;
+  static constexpr int TX = 16;            // lanes that share a row: half a warp
+  static constexpr int TY = BR / TM;       // row groups per block
+  static constexpr int THREADS = TX * TY;
+  static constexpr int TN = BC / TX;       // keys of S_ij per thread
+  static constexpr int DN = D / TX;        // columns of O_i per thread
+  static constexpr int VW = DN < 4 ? DN : 4;  // vector width of V reads and O writes
+  // Leading dimensions in shared memory (floats), as in exercise 02: the pad of 4 floats on K
+  // and P makes the float4 reads of 8 consecutive rows hit 8 different 16-byte bank groups.
+  static constexpr int LDQ = D, LDK = D + 4, LDV = D, LDP = BR + 4;
+  static constexpr size_t kSmemBytes = sizeof(float) * size_t(BR * LDQ + BC * LDK + BC * LDV + BC * LDP);
+  static_assert(BR % TM == 0 && TM % 4 == 0, "TM rows per thread, read as float4");
+  static_assert(BC % TX == 0 && D % TX == 0 && DN % VW == 0, "tile must split over 16 lanes");
+};
 
-  const int group = heads_q / heads_kv;  // G
-  const int hk = blockIdx.y, b = blockIdx.z;
-  const int part = threadIdx.x % kThreadsPerRow;
-  const int rows = seq_q * group;        // packed rows of this KV head
-  const int first_row = blockIdx.x * kRowsPerBlock;
-  const int r = first_row + threadIdx.x / kThreadsPerRow;
-  const bool active = r < rows;
-  const int i = r / group;               // query position of the packed row
-  const int h = hk * group + r % group;  // its query head: h / G == hk
-  const int diag = seq_k - seq_q;        // bottom-right alignment: key j visible iff j <= i + diag
-
-  // Keys past the last visible key of the block's LAST row are never needed: whole-tile skipping.
-  int kv_end = seq_k;
-  if (causal) kv_end = min(seq_k, min(first_row + kRowsPerBlock, rows) - 1 + diag + 1);  // BUG: packed row
-
-  const float4* k_head = reinterpret_cast<const float4*>(k) + (size_t(b) * heads_kv + hk) * seq_k * kVecs;
-  const float4* v_head = reinterpret_cast<const float4*>(v) + (size_t(b) * heads_kv + hk) * seq_k * kVecs;
-  const size_t q_row = ((size_t(b) * heads_q + h) * seq_q + i) * kVecs;
-
-  // Lane `part` owns float4 columns part, part + 4, part + 8, ...: the 4 lanes of a row then read
-  // 4 neighbouring float4s of a K_j row (64 contiguous bytes), free of shared-memory bank conflicts.
-  // Q_i is pre-scaled by scale·log2(e) so the softmax can use exp2 directly.
-  float4 q_i[kMyVecs], o_i[kMyVecs];
-  for (int c = 0; c < kMyVecs; ++c) {
-    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (active) x = reinterpret_cast<const float4*>(q)[q_row + part + c * kThreadsPerRow];
-    q_i[c] = make_float4(x.x * scale_log2, x.y * scale_log2, x.z * scale_log2, x.w * scale_log2);
-    o_i[c] = make_float4(0.f, 0.f, 0.f, 0.f);
-  }
-  float m_i = -INFINITY, l_i = 0.f;  // running max (log2 units) and running sum of this row
-
-  for (int j0 = 0; j0 < kv_end; j0 += kKeysPerTile) {
-    // The whole block loads K_j and V_j once, coalesced; rows past seq_k become zeros.
-    for (int e = threadIdx.x; e < kKeysPerTile * kVecs; e += kThreads) {
-      const int j = j0 + e / kVecs;
-      const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-      k_tile[e / kVecs][e % kVecs] = j < seq_k ? k_head[size_t(j) * kVecs + e % kVecs] : zero;
-      v_tile[e / kVecs][e % kVecs] = j < seq_k ? v_head[size_t(j) * kVecs + e % kVecs] : zero;
-    }
-    __syncthreads();  // the tile is complete before any row reads it
-
-    // S_ij = Q_i·K_jᵀ for the 32 keys of the tile; masked keys get -inf.
-    float s_ij[kKeysPerTile];
-    float tile_max = -INFINITY;
-#pragma unroll
-    for (int jj = 0; jj < kKeysPerTile; ++jj) {
-      float dot = 0.f;
-#pragma unroll
-      for (int c = 0; c < kMyVecs; ++c) {
-        const float4 kv = k_tile[jj][part + c * kThreadsPerRow];
-        dot += q_i[c].x * kv.x + q_i[c].y * kv.y + q_i[c].z * kv.z + q_i[c].w * kv.w;
-      }
-      dot += __shfl_xor_sync(0xffffffffu, dot, 1);  // sum the 4 lanes of the row
-      dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-      const int j = j0 + jj;
-      const bool visible = active && j < seq_k && (!causal || j <= r + diag);  // BUG: r, not i = r / G
-      s_ij[jj] = visible ? dot : -INFINITY;
-      tile_max = fmaxf(tile_max, s_ij[jj]);
-    }
-
-    // Online softmax: rescale the old ℓ_i and O_i to the new max, then add this tile.
-    const float m_new = fmaxf(m_i, tile_max);
-    const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: avoid -inf - -inf
-    const float alpha = exp2f(m_i - m_use);
-    l_i *= alpha;
-    for (int c = 0; c < kMyVecs; ++c) {
-      o_i[c].x *= alpha; o_i[c].y *= alpha; o_i[c].z *= alpha; o_i[c].w *= alpha;
-    }
-#pragma unroll
-    for (int jj = 0; jj < kKeysPerTile; ++jj) {
-      const float p = exp2f(s_ij[jj] - m_use);  // exp2(-inf) = 0 for masked keys
-      l_i += p;
-#pragma unroll
-      for (int c = 0; c < kMyVecs; ++c) {
-        const float4 vv = v_tile[jj][part + c * kThreadsPerRow];
-        o_i[c].x += p * vv.x; o_i[c].y += p * vv.y; o_i[c].z += p * vv.z; o_i[c].w += p * vv.w;
-      }
-    }
-    m_i = m_new;
-    __syncthreads();  // every row is done with this tile before the next one overwrites it
-  }
-
-  // O_i = O_i / ℓ_i; a row that saw no key (ℓ_i = 0) writes zeros, never 0/0.
-  if (!active) return;
-  const float inv_l = l_i > 0.f ? 1.f / l_i : 0.f;
-  float4* o_row = reinterpret_cast<float4*>(o) + q_row;
-  for (int c = 0; c < kMyVecs; ++c)
-    o_row[part + c * kThreadsPerRow] =
-        make_float4(o_i[c].x * inv_l, o_i[c].y * inv_l, o_i[c].z * inv_l, o_i[c].w * inv_l);
+// 16-byte global -> shared copy, asynchronous on sm_80+ (cp.async); valid == false writes zeros
+// and reads nothing. cp_async_wait<N>() waits until at most N committed groups are in flight.
+__device__ __forceinline__ void copy16(float* smem, const float* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+#else
+  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
 }
 
-template <int D>
-void launch(const float* q, const float* k, const float* v, float* o,
-            const course::AttentionParams& p, cudaStream_t stream) {
-  // One block per (64 packed rows, KV head, batch): the G heads of a group share each block.
-  const long long rows = (long long)p.seq_q * p.group_size();
-  const dim3 grid(unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), p.heads_kv, p.batch);
-  gqa_attention_kernel<D><<<grid, kThreads, 0, stream>>>(q, k, v, o, p.heads_q, p.heads_kv,
-                                                          p.seq_q, p.seq_k,
-                                                          p.softmax_scale() * kLog2e, p.causal);
+// Where packed row r of KV head hk lives in Q and O, counted in rows of D floats from the start
+// of its batch ([Hq, Nq, D]): query position i = r / G of query head h = hk·G + r % G.
+__device__ __forceinline__ int64_t packed_row(int r, int hk, int group, int seq_q) {
+  const int i = r / group;
+  const int h = hk * group + r % group;  // the G heads of a group are consecutive: h / G == hk
+  return int64_t(h) * seq_q + i;
+}
+
+// Stage K or V rows [row0, row0 + BC) of one KV head ([n_rows, D], contiguous) into shared
+// memory; rows past n_rows become zeros. Consecutive threads copy consecutive 16-byte pieces of
+// a row, so each warp reads whole 128-byte lines (coalesced).
+template <class C, int LD>
+__device__ __forceinline__ void load_kv_tile(float* dst, const float* src, int row0, int n_rows) {
+  constexpr int kChunksPerRow = C::D / 4;
+  for (int idx = threadIdx.x; idx < C::BC * kChunksPerRow; idx += C::THREADS) {
+    const int r = idx / kChunksPerRow, c4 = (idx % kChunksPerRow) * 4;
+    const bool valid = row0 + r < n_rows;
+    copy16(dst + r * LD + c4, valid ? src + int64_t(row0 + r) * C::D + c4 : src, valid);
+  }
+}
+
+// Stage the block's packed rows [r0, r0 + BR) of Q into shared memory; rows past `rows` become
+// zeros. Each packed row is a whole row of D floats in some head, so the copy stays coalesced.
+template <class C>
+__device__ __forceinline__ void load_q_tile(float* Qs, const float* q_b, int r0, int rows, int hk,
+                                            int group, int seq_q) {
+  constexpr int kChunksPerRow = C::D / 4;
+  for (int idx = threadIdx.x; idx < C::BR * kChunksPerRow; idx += C::THREADS) {
+    const int r = idx / kChunksPerRow, c4 = (idx % kChunksPerRow) * 4;
+    const bool valid = r0 + r < rows;
+    copy16(Qs + r * C::LDQ + c4, valid ? q_b + packed_row(r0 + r, hk, group, seq_q) * C::D + c4 : q_b, valid);
+  }
+}
+
+// Grid: (packed-row tiles, Hkv, B). Q and O are [B, Hq, Nq, D] with Hq = group · gridDim.y.
+template <class C>
+__global__ void __launch_bounds__(C::THREADS)
+gqa_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                     const float* __restrict__ v, float* __restrict__ o, int group, int seq_q,
+                     int seq_k, float scale, bool causal) {
+  constexpr int D = C::D, BR = C::BR, BC = C::BC, TM = C::TM, TN = C::TN, TX = C::TX;
+  constexpr int DN = C::DN, VW = C::VW;
+  extern __shared__ float4 smem_f4[];  // float4: 16-byte alignment for the vector accesses
+  float* Qs = reinterpret_cast<float*>(smem_f4);  // Q_i   [BR][LDQ], packed rows
+  float* Ks = Qs + BR * C::LDQ;                    // K_j   [BC][LDK]
+  float* Vs = Ks + BC * C::LDK;                    // V_j   [BC][LDV]
+  float* Ps = Vs + BC * C::LDV;                    // P_ijᵀ [BC][LDP]: key-major
+  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+  const int hk = blockIdx.y;                       // this block's KV head
+  const int rows = seq_q * group;                  // packed rows of one KV head: G·Nq
+  // Reverse order: under a causal mask the last tiles have the most keys; start them first.
+  const int r0 = (gridDim.x - 1 - blockIdx.x) * BR;
+  const int64_t heads_q = int64_t(group) * gridDim.y;
+  const float* q_b = q + int64_t(blockIdx.z) * heads_q * seq_q * D;
+  float* o_b = o + int64_t(blockIdx.z) * heads_q * seq_q * D;
+  const int64_t bkv = int64_t(blockIdx.z) * gridDim.y + hk;
+  const float* k_bh = k + bkv * seq_k * D;  // one KV head, read once for all G query heads
+  const float* v_bh = v + bkv * seq_k * D;
+  const int off = seq_k - seq_q;  // bottom-right alignment: position i sees keys j <= i + off
+
+  // Positions spanned by the block's real rows: first_i .. last_i (the mask is about positions).
+  // Causal: stop after the tile holding the last key that last_i can see; a block whose rows
+  // see no key at all (last_i + off < 0) visits no tile and writes zeros.
+  const int first_i = r0;  // BUG: packed index, not the position r0 / G
+  const int last_i = min(r0 + BR, rows) - 1;  // BUG: packed index, not the position
+  int n_kv_tiles = (seq_k + BC - 1) / BC;
+  if (causal) {
+    const int last_key = last_i + off;
+    n_kv_tiles = last_key < 0 ? 0 : min(n_kv_tiles, last_key / BC + 1);
+  }
+
+  float o_acc[TM][DN];  // O_i, unnormalised
+  float m_i[TM];        // running row max of the scaled scores
+  float l_i[TM];        // running row sum of exp(s - m_i), this thread's keys only
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    m_i[m] = -INFINITY;
+    l_i[m] = 0.f;
+#pragma unroll
+    for (int d = 0; d < DN; ++d) o_acc[m][d] = 0.f;
+  }
+
+  load_q_tile<C>(Qs, q_b, r0, rows, hk, group, seq_q);
+  if (n_kv_tiles > 0) load_kv_tile<C, C::LDK>(Ks, k_bh, 0, seq_k);
+  cp_async_commit();
+
+  for (int j = 0; j < n_kv_tiles; ++j) {
+    const int kv0 = j * BC;
+    cp_async_wait<0>();
+    // (A) K_j (and Q_i) have landed for every thread's copies; every thread has also finished
+    //     the previous P·V, so Vs and Ps may be overwritten.
+    __syncthreads();
+    load_kv_tile<C, C::LDV>(Vs, v_bh, kv0, seq_k);  // V_j arrives while S_ij is computed
+    cp_async_commit();
+
+    // S_ij = Q_i K_jᵀ: TM × TN dot products per thread, four columns of D per step.
+    float s[TM][TN] = {};
+#pragma unroll
+    for (int kk = 0; kk < D; kk += 4) {
+      float4 qf[TM], kf[TN];
+#pragma unroll
+      for (int m = 0; m < TM; ++m) qf[m] = *reinterpret_cast<const float4*>(&Qs[(ty * TM + m) * C::LDQ + kk]);
+#pragma unroll
+      for (int n = 0; n < TN; ++n) kf[n] = *reinterpret_cast<const float4*>(&Ks[(tx + n * TX) * C::LDK + kk]);
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+#pragma unroll
+        for (int n = 0; n < TN; ++n) {
+          s[m][n] = fmaf(qf[m].x, kf[n].x, s[m][n]);
+          s[m][n] = fmaf(qf[m].y, kf[n].y, s[m][n]);
+          s[m][n] = fmaf(qf[m].z, kf[n].z, s[m][n]);
+          s[m][n] = fmaf(qf[m].w, kf[n].w, s[m][n]);
+        }
+    }
+    // (B) every thread is done reading K_j: the next tile may be copied over it.
+    __syncthreads();
+    if (j + 1 < n_kv_tiles) load_kv_tile<C, C::LDK>(Ks, k_bh, kv0 + BC, seq_k);
+    cp_async_commit();  // possibly empty: keeps the group count the same every iteration
+
+    // Masks: keys past seq_k (the partial last tile) and, causal, keys after the row's position
+    // i + off. Only a tile that straddles one of the two boundaries needs the per-element test;
+    // for the causal one that is decided by the block's FIRST position.
+    const bool need_mask = kv0 + BC > seq_k || (causal && kv0 + BC - 1 > first_i + off);
+#pragma unroll
+    for (int m = 0; m < TM; ++m) {
+      const int i = r0 + ty * TM + m;  // BUG: the packed row r itself, not its position r / G
+      float row_max = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const int key = kv0 + tx + n * TX;
+        float x = s[m][n] * scale;
+        if (need_mask && (key >= seq_k || (causal && key > i + off))) x = -INFINITY;
+        s[m][n] = x;
+        row_max = fmaxf(row_max, x);
+      }
+      // The row's 16 lanes agree on the tile max (xor butterflies stay inside the half warp).
+#pragma unroll
+      for (int w = TX / 2; w >= 1; w /= 2) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, w));
+      const float m_new = fmaxf(m_i[m], row_max);
+      // Nothing visible yet: subtract 0 instead of -inf (p = 0, alpha = 0 on l = O = 0).
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      // exp(x - m) = exp2(fmaf(x, log2e, -m·log2e)), with m·log2e rounded once and the same way
+      // for alpha and p (lesson 02: "exp2 without losing digits").
+      const float m_log2 = __fmul_rn(m_use, kLog2e);
+      const float alpha = exp2f(__fmul_rn(m_i[m], kLog2e) - m_log2);  // exp(m_old - m_new)
+      m_i[m] = m_new;
+      float row_sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        s[m][n] = exp2f(fmaf(s[m][n], kLog2e, -m_log2));  // P_ij
+        row_sum += s[m][n];
+      }
+      l_i[m] = l_i[m] * alpha + row_sum;
+#pragma unroll
+      for (int d = 0; d < DN; ++d) o_acc[m][d] *= alpha;
+    }
+    // P_ij -> shared memory, transposed: each float4 holds 4 consecutive rows of one key.
+#pragma unroll
+    for (int n = 0; n < TN; ++n)
+#pragma unroll
+      for (int m = 0; m < TM; m += 4)
+        *reinterpret_cast<float4*>(&Ps[(tx + n * TX) * C::LDP + ty * TM + m]) =
+            make_float4(s[m][n], s[m + 1][n], s[m + 2][n], s[m + 3][n]);
+    cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
+    // (C) all of P_ij is written and all of V_j is visible to every thread.
+    __syncthreads();
+
+    // O_i += P_ij V_j: per key, TM probabilities times DN values of V.
+#pragma unroll 8
+    for (int c = 0; c < BC; ++c) {
+      float p[TM], vv[DN];
+#pragma unroll
+      for (int m = 0; m < TM; m += 4) {
+        const float4 pf = *reinterpret_cast<const float4*>(&Ps[c * C::LDP + ty * TM + m]);
+        p[m] = pf.x, p[m + 1] = pf.y, p[m + 2] = pf.z, p[m + 3] = pf.w;
+      }
+#pragma unroll
+      for (int e = 0; e < DN; e += VW) {
+        const float* src = &Vs[c * C::LDV + e * TX + tx * VW];
+        if constexpr (VW == 4) {
+          const float4 t = *reinterpret_cast<const float4*>(src);
+          vv[e] = t.x, vv[e + 1] = t.y, vv[e + 2] = t.z, vv[e + 3] = t.w;
+        } else {
+          const float2 t = *reinterpret_cast<const float2*>(src);
+          vv[e] = t.x, vv[e + 1] = t.y;
+        }
+      }
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+#pragma unroll
+        for (int d = 0; d < DN; ++d) o_acc[m][d] = fmaf(p[m], vv[d], o_acc[m][d]);
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: ℓ_i is summed over the row's 16 lanes; a row that saw no key (ℓ_i = 0) writes
+  // zeros. Each packed row goes back to its own head's row of O (packed_row again).
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    float l = l_i[m];
+#pragma unroll
+    for (int w = TX / 2; w >= 1; w /= 2) l += __shfl_xor_sync(0xffffffffu, l, w);
+    const float inv_l = l > 0.f ? 1.f / l : 0.f;
+    const int r = r0 + ty * TM + m;
+    if (r >= rows) continue;  // padding row of the last, partial tile
+    float* o_row = o_b + packed_row(r, hk, group, seq_q) * D;
+#pragma unroll
+    for (int e = 0; e < DN; e += VW) {
+      float* dst = &o_row[e * TX + tx * VW];
+      if constexpr (VW == 4) {
+        *reinterpret_cast<float4*>(dst) = make_float4(o_acc[m][e] * inv_l, o_acc[m][e + 1] * inv_l,
+                                                      o_acc[m][e + 2] * inv_l, o_acc[m][e + 3] * inv_l);
+      } else {
+        *reinterpret_cast<float2*>(dst) = make_float2(o_acc[m][e] * inv_l, o_acc[m][e + 1] * inv_l);
+      }
+    }
+  }
+}
+
+template <class C>
+void launch(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+            cudaStream_t stream) {
+  const auto kernel = gqa_attention_kernel<C>;
+  // Above 48 KiB of shared memory a kernel must opt in; ask for the largest carveout too.
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  // One block per (BR packed rows, KV head, batch): the G heads of a group share each block.
+  const dim3 grid((p.seq_q * p.group_size() + C::BR - 1) / C::BR, p.heads_kv, p.batch);
+  kernel<<<grid, C::THREADS, C::kSmemBytes, stream>>>(q, k, v, o, p.group_size(), p.seq_q, p.seq_k,
+                                                       p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+// Launches the first configuration whose shared memory fits this GPU (the last one is the
+// fallback): exercise 02's tile shapes, measured on an H100.
+template <class First, class... Rest>
+void launch_first_fitting(int smem_limit, const float* q, const float* k, const float* v, float* o,
+                          const course::AttentionParams& p, cudaStream_t stream) {
+  if constexpr (sizeof...(Rest) == 0) {
+    launch<First>(q, k, v, o, p, stream);
+  } else {
+    if (First::kSmemBytes <= size_t(smem_limit)) launch<First>(q, k, v, o, p, stream);
+    else launch_first_fitting<Rest...>(smem_limit, q, k, v, o, p, stream);
+  }
+}
+
+void check_aligned(const void* ptr, const char* field) {
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "gqa_attention", field,
+                  "must be 16-byte aligned (rows are copied as float4)");
+}
 
 }  // namespace
 
@@ -150,11 +334,10 @@ void gqa_attention(const float* q, const float* k, const float* v, float* o,
   course::require_not_null(k, fn, "k");
   course::require_not_null(v, fn, "v");
   course::require_not_null(o, fn, "o");
-  // float4 loads need 16-byte aligned rows (cudaMalloc gives 256-byte alignment).
-  course::require(aligned16(q), fn, "q", "must be 16-byte aligned");
-  course::require(aligned16(k), fn, "k", "must be 16-byte aligned");
-  course::require(aligned16(v), fn, "v", "must be 16-byte aligned");
-  course::require(aligned16(o), fn, "o", "must be 16-byte aligned");
+  check_aligned(q, "q");
+  check_aligned(k, "k");
+  check_aligned(v, "v");
+  check_aligned(o, "o");
   course::require_positive(p.batch, fn, "batch");
   course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
   course::require_positive(p.heads_q, fn, "heads_q");
@@ -163,15 +346,25 @@ void gqa_attention(const float* q, const float* k, const float* v, float* o,
   course::require(p.heads_q % p.heads_kv == 0, fn, "heads_kv", "must divide heads_q");
   course::require_positive(p.seq_q, fn, "seq_q");
   course::require_positive(p.seq_k, fn, "seq_k");
-  course::require((long long)p.seq_q * p.group_size() <= 0x7fffffffLL, fn, "seq_q",
-                  "times heads_q / heads_kv must fit in int");
+  course::require((long long)p.seq_q * p.group_size() < (1LL << 30), fn, "seq_q",
+                  "times heads_q / heads_kv must be below 2^30 (packed row indices are int)");
   course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (no sliding window here)");
 
-  switch (p.head_dim) {
-    case 32: launch<32>(q, k, v, o, p, stream); break;
-    case 64: launch<64>(q, k, v, o, p, stream); break;
-    default: launch<128>(q, k, v, o, p, stream); break;
+  int device = 0, smem_limit = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  switch (p.head_dim) {  // GqaConfig<D, BR, BC, TM>
+    case 32:
+      launch_first_fitting<GqaConfig<32, 64, 64, 8>>(smem_limit, q, k, v, o, p, stream);
+      break;
+    case 64:
+      launch_first_fitting<GqaConfig<64, 64, 64, 8>, GqaConfig<64, 64, 32, 8>>(smem_limit, q, k, v, o, p, stream);
+      break;
+    default:
+      launch_first_fitting<GqaConfig<128, 128, 64, 8>, GqaConfig<128, 64, 32, 8>, GqaConfig<128, 32, 32, 4>>(
+          smem_limit, q, k, v, o, p, stream);
+      break;
   }
 }
