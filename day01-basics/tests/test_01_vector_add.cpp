@@ -25,7 +25,7 @@ TEST_CASE("vector_add matches the reference over a size grid", "[day01][vector_a
   }
 }
 
-TEST_CASE("vector_add works in place (c aliases a)", "[day01][vector_add]") {
+TEST_CASE("vector_add works in place (c aliases a)", "[day01][vector_add][quick]") {
   const int64_t n = 4099;
   const auto a = course::random_normal(n, course::case_seed("vector_add_inplace", 0));
   const auto b = course::random_normal(n, course::case_seed("vector_add_inplace", 1));
@@ -34,7 +34,7 @@ TEST_CASE("vector_add works in place (c aliases a)", "[day01][vector_add]") {
   COURSE_CHECK_OUTPUT(d_a, course::ref::add(a, b), course::Dims{{"i", n}}, course::Tolerance::fp32());
 }
 
-TEST_CASE("vector_add with n = 0 does nothing", "[day01][vector_add]") {
+TEST_CASE("vector_add with n = 0 does nothing", "[day01][vector_add][quick]") {
   DeviceBuffer<float> d(1);
   d.poison();
   vector_add(d.data(), d.data(), d.data(), 0);
@@ -42,7 +42,7 @@ TEST_CASE("vector_add with n = 0 does nothing", "[day01][vector_add]") {
   CHECK(course::is_poison_f32(d.download()[0]));
 }
 
-TEST_CASE("vector_add rejects bad arguments before launching anything", "[day01][vector_add][args]") {
+TEST_CASE("vector_add rejects bad arguments before launching anything", "[day01][vector_add][args][quick]") {
   DeviceBuffer<float> a(8), c(8);
   a.fill_zero();
   c.poison();
