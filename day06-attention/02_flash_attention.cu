@@ -17,6 +17,7 @@
 
 #include "02_flash_attention.h"
 #include "check_args.h"
+#include "cp_async.cuh"
 #include "cuda_check.h"
 
 namespace {
@@ -43,30 +44,6 @@ struct FlashConfig {
   static_assert(BR % TM == 0 && TM % 4 == 0, "TM rows per thread, read as float4");
   static_assert(BC % TX == 0 && D % TX == 0 && DN % VW == 0, "tile must split over 16 lanes");
 };
-
-// 16-byte global -> shared copy. On sm_80+ it is asynchronous (cp.async): the copy runs while
-// the threads compute, and cp_async_wait<N>() waits until at most N groups are still in flight.
-// valid == false writes zeros (padding rows past the end of Q, K or V) and reads nothing.
-__device__ __forceinline__ void copy16(float* smem, const float* gmem, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-#else
-  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
 
 // Stage rows [row0, row0 + ROWS) of a [n_rows, D] matrix into shared memory (leading dimension
 // LD); rows past n_rows become zeros. Consecutive threads copy consecutive 16-byte pieces of a

@@ -27,6 +27,7 @@
 
 #include "03_gqa_attention.h"
 #include "check_args.h"
+#include "cp_async.cuh"
 #include "cuda_check.h"
 
 namespace {
@@ -50,29 +51,6 @@ struct GqaConfig {
   static_assert(BR % TM == 0 && TM % 4 == 0, "TM rows per thread, read as float4");
   static_assert(BC % TX == 0 && D % TX == 0 && DN % VW == 0, "tile must split over 16 lanes");
 };
-
-// 16-byte global -> shared copy, asynchronous on sm_80+ (cp.async); valid == false writes zeros
-// and reads nothing. cp_async_wait<N>() waits until at most N committed groups are in flight.
-__device__ __forceinline__ void copy16(float* smem, const float* gmem, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-#else
-  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
 
 // Where packed row r of KV head hk lives in Q and O, counted in rows of D floats from the start
 // of its batch ([Hq, Nq, D]): query position i = r / G of query head h = hk·G + r % G.
