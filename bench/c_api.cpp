@@ -42,15 +42,8 @@ int guarded(Fn&& fn) {
 
 [[maybe_unused]] course::AttentionParams params(int b, int hq, int hkv, int nq, int nk, int d,
                                                 float scale, int causal) {
-  course::AttentionParams p;
-  p.batch = b;
-  p.heads_q = hq;
-  p.heads_kv = hkv;
-  p.seq_q = nq;
-  p.seq_k = nk;
-  p.head_dim = d;
+  course::AttentionParams p = course::AttentionParams::make(b, hq, hkv, nq, nk, d, causal != 0);
   p.scale = scale;
-  p.causal = causal != 0;
   return p;
 }
 

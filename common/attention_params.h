@@ -27,6 +27,20 @@ struct AttentionParams {
   bool causal = false;
   int window = -1;    // sliding-window width w (keys i+off-w .. i+off); -1 = no window
 
+  static AttentionParams make(int batch, int heads_q, int heads_kv, int seq_q, int seq_k,
+                              int head_dim, bool causal = false, int window = -1) {
+    AttentionParams p;
+    p.batch = batch;
+    p.heads_q = heads_q;
+    p.heads_kv = heads_kv;
+    p.seq_q = seq_q;
+    p.seq_k = seq_k;
+    p.head_dim = head_dim;
+    p.causal = causal;
+    p.window = window;
+    return p;
+  }
+
   float softmax_scale() const { return scale != 0.f ? scale : 1.f / std::sqrt(float(head_dim)); }
   int group_size() const { return heads_q / heads_kv; }  // G: query heads per KV head
   int kv_head_of(int h) const { return h / group_size(); }

@@ -22,10 +22,7 @@ std::vector<float> randn(size_t n, int64_t idx, float stddev = 1.f) {
 }
 
 AttentionParams make(int b, int hq, int hkv, int nq, int nk, int d, bool causal = false, int window = -1) {
-  AttentionParams p;
-  p.batch = b; p.heads_q = hq; p.heads_kv = hkv; p.seq_q = nq; p.seq_k = nk; p.head_dim = d;
-  p.causal = causal; p.window = window;
-  return p;
+  return AttentionParams::make(b, hq, hkv, nq, nk, d, causal, window);
 }
 
 // Max |a - b| over two equally sized vectors.

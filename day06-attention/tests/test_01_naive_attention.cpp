@@ -20,15 +20,7 @@ struct Case {
 };
 
 AttentionParams make_params(const Case& c) {
-  AttentionParams p;
-  p.batch = c.b;
-  p.heads_q = c.hq;
-  p.heads_kv = c.hkv;
-  p.seq_q = c.nq;
-  p.seq_k = c.nk;
-  p.head_dim = c.d;
-  p.causal = c.causal;
-  return p;
+  return AttentionParams::make(c.b, c.hq, c.hkv, c.nq, c.nk, c.d, c.causal);
 }
 
 // Runs naive_attention with a freshly poisoned workspace and compares O with the CPU reference.

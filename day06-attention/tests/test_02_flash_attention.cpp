@@ -14,14 +14,7 @@ using course::DeviceBuffer;
 namespace {
 
 AttentionParams make_params(int b, int h, int nq, int nk, int d, bool causal) {
-  AttentionParams p;
-  p.batch = b;
-  p.heads_q = p.heads_kv = h;
-  p.seq_q = nq;
-  p.seq_k = nk;
-  p.head_dim = d;
-  p.causal = causal;
-  return p;
+  return AttentionParams::make(b, h, h, nq, nk, d, causal);
 }
 
 // Runs flash_attention on q, k, v and compares O with the CPU reference.

@@ -25,15 +25,7 @@ std::string describe(const Shape& s) {
 }
 
 course::AttentionParams params_of(const Shape& s) {
-  course::AttentionParams p;
-  p.batch = s.batch;
-  p.heads_q = s.heads_q;
-  p.heads_kv = s.heads_kv;
-  p.seq_q = s.seq_q;
-  p.seq_k = s.seq_k;
-  p.head_dim = s.head_dim;
-  p.causal = s.causal;
-  return p;
+  return course::AttentionParams::make(s.batch, s.heads_q, s.heads_kv, s.seq_q, s.seq_k, s.head_dim, s.causal);
 }
 
 // One launch into a NaN-poisoned, guarded output and a comparison with the reference.
