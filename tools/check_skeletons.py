@@ -10,13 +10,17 @@ For every skeleton <day>/NN_id.cu:
     appears in the solution, in the same order (blank lines and indentation ignored). A line
     counts as part of a TODO if it contains "TODO", or if it is a // comment line directly
     following such a line (the rest of a multi-line TODO comment).
-Every wrong variant must belong to an existing exercise.
+Every wrong variant must belong to an existing exercise and stay a small diff of its solution
+(at most MAX_WRONG_DIFF changed lines): it is the solution with one planted bug, so when the
+solution changes, its wrong variants must be updated with it, not drift into other programs.
 Whether an untouched skeleton FAILS its tests is checked on a GPU by CTest (label: skeleton).
 """
+import difflib
 import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+MAX_WRONG_DIFF = 40
 
 
 def kept_lines(path):
@@ -72,14 +76,27 @@ def main():
         print(f"  {'ok ' if not any(p.startswith(str(rel)) for p in problems) else 'BAD'} {rel} ({todos} TODOs)")
     for wrong in sorted(ROOT.glob("solutions/wrong/day*/*.cu")):
         ex = wrong.stem.split("__")[0]
+        rel = wrong.relative_to(ROOT)
         if "__" not in wrong.stem or not (ROOT / wrong.parent.name / f"{ex}.cu").exists():
-            problems.append(f"{wrong.relative_to(ROOT)}: not named <exercise>__<bug>.cu after an existing exercise")
+            problems.append(f"{rel}: not named <exercise>__<bug>.cu after an existing exercise")
+            continue
+        solution = ROOT / "solutions" / wrong.parent.name / f"{ex}.cu"
+        if solution.exists():
+            diff = [l for l in difflib.unified_diff(solution.read_text().splitlines(),
+                                                    wrong.read_text().splitlines(), lineterm="", n=0)
+                    if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+            if not diff:
+                problems.append(f"{rel}: identical to its solution (where is the bug?)")
+            elif len(diff) > MAX_WRONG_DIFF:
+                problems.append(f"{rel}: {len(diff)} lines differ from {solution.relative_to(ROOT)} "
+                                f"(more than {MAX_WRONG_DIFF}): re-derive it from the current solution")
     if problems:
         print("\nskeleton contract violated:")
         for p in problems:
             print("  - " + p)
         return 1
-    print(f"skeleton contract: {checked} exercises ok")
+    wrongs = len(list(ROOT.glob("solutions/wrong/day*/*.cu")))
+    print(f"skeleton contract: {checked} exercises ok, {wrongs} wrong variants each a small diff of its solution")
     return 0
 
 
