@@ -1,13 +1,13 @@
-// WRONG ON PURPOSE: the causal mask is aligned top-left (off = 0: key j visible iff j <= i),
-// correct only when Nq == Nk. With Nq < Nk (chunked prefill, one decode query) queries miss
-// the earlier keys; with Nq > Nk rows that must be zero see keys. Square shapes still pass;
-// the Nq != Nk causal shapes fail.
+// WRONG ON PURPOSE: when a later key tile raises the running max m_i, the old row sum ℓ_i and
+// output O_i are NOT multiplied by exp(m_old - m_new). They stay expressed against the old max
+// while new terms use the new one, so rows whose max grows after the first tile come out too
+// large. Single-tile shapes still pass; every shape with Nk > BC (64) fails.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "02_flash_attention.h"
+#include "01_flash_tuned.h"
 #include "check_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
@@ -72,7 +72,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
   const float* k_bh = k + bh * seq_k * D;  // MHA: query head h reads KV head h
   const float* v_bh = v + bh * seq_k * D;
   float* o_bh = o + bh * seq_q * D;
-  const int off = 0;  // BUG: top-left alignment; must be seq_k - seq_q (bottom-right)
+  const int off = seq_k - seq_q;  // bottom-right alignment: row i sees keys j <= i + off
 
   // Key tiles to visit. Causal: stop after the tile holding the last key that the tile's last
   // real row can see; tiles above the diagonal are skipped whole. A tile whose rows see no key
@@ -158,7 +158,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       // rounding is a common shift of the whole row and cancels in the softmax. x·log2e - that
       // is one fmaf: exact product, one rounding of a small result. Logits of 1e3 stay accurate.
       const float m_log2 = __fmul_rn(m_use, kLog2e);
-      const float alpha = exp2f(__fmul_rn(m_i[m], kLog2e) - m_log2);  // exp(m_old - m_new)
+      const float alpha = 1.f;  // BUG: must be exp(m_old - m_new); the old sums keep the stale max
       m_i[m] = m_new;
       float row_sum = 0.f;
 #pragma unroll
@@ -260,15 +260,15 @@ void launch_first_fitting(int smem_limit, const float* q, const float* k, const 
 }
 
 void check_aligned(const void* ptr, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention", field,
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention_tuned", field,
                   "must be 16-byte aligned (rows are copied as float4)");
 }
 
 }  // namespace
 
-void flash_attention(const float* q, const float* k, const float* v, float* o,
+void flash_attention_tuned(const float* q, const float* k, const float* v, float* o,
                      const course::AttentionParams& p, cudaStream_t stream) {
-  const char* fn = "flash_attention";
+  const char* fn = "flash_attention_tuned";
   course::require_not_null(q, fn, "q");
   course::require_not_null(k, fn, "k");
   course::require_not_null(v, fn, "v");

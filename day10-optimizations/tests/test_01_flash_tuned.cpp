@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "02_flash_attention.h"
+#include "01_flash_tuned.h"
 #include "gpu_test.h"
 #include "reference.h"
 
@@ -23,7 +23,7 @@ void check_flash(const AttentionParams& p, const std::vector<float>& q, const st
   auto d_q = course::to_device(q), d_k = course::to_device(k), d_v = course::to_device(v);
   DeviceBuffer<float> d_o(size_t(p.o_elems()));
   d_o.poison();
-  flash_attention(d_q.data(), d_k.data(), d_v.data(), d_o.data(), p);
+  flash_attention_tuned(d_q.data(), d_k.data(), d_v.data(), d_o.data(), p);
   const course::Dims dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}};
   COURSE_CHECK_OUTPUT(d_o, course::ref::attention(q, k, v, p), dims, course::Tolerance::fp32());
 }
@@ -125,18 +125,18 @@ TEST_CASE("flash_attention rejects bad arguments before launching anything", "[d
     edit(p);
     return p;
   };
-  COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention(nullptr, x, x, o.data(), good));
-  COURSE_CHECK_INVALID_ARGUMENT("k", flash_attention(x, nullptr, x, o.data(), good));
-  COURSE_CHECK_INVALID_ARGUMENT("v", flash_attention(x, x, nullptr, o.data(), good));
-  COURSE_CHECK_INVALID_ARGUMENT("o", flash_attention(x, x, x, nullptr, good));
-  COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention(x + 1, x, x, o.data(), good));  // not 16-byte aligned
-  COURSE_CHECK_INVALID_ARGUMENT("batch", flash_attention(x, x, x, o.data(), with([](auto& p) { p.batch = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_q", flash_attention(x, x, x, o.data(), with([](auto& p) { p.heads_q = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", flash_attention(x, x, x, o.data(), with([](auto& p) { p.heads_kv = 1; })));
-  COURSE_CHECK_INVALID_ARGUMENT("seq_q", flash_attention(x, x, x, o.data(), with([](auto& p) { p.seq_q = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("seq_k", flash_attention(x, x, x, o.data(), with([](auto& p) { p.seq_k = -3; })));
-  COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention(x, x, x, o.data(), with([](auto& p) { p.head_dim = 48; })));
-  COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention(x, x, x, o.data(), with([](auto& p) { p.window = 16; })));
+  COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention_tuned(nullptr, x, x, o.data(), good));
+  COURSE_CHECK_INVALID_ARGUMENT("k", flash_attention_tuned(x, nullptr, x, o.data(), good));
+  COURSE_CHECK_INVALID_ARGUMENT("v", flash_attention_tuned(x, x, nullptr, o.data(), good));
+  COURSE_CHECK_INVALID_ARGUMENT("o", flash_attention_tuned(x, x, x, nullptr, good));
+  COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention_tuned(x + 1, x, x, o.data(), good));  // not 16-byte aligned
+  COURSE_CHECK_INVALID_ARGUMENT("batch", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.batch = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_q", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.heads_q = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.heads_kv = 1; })));
+  COURSE_CHECK_INVALID_ARGUMENT("seq_q", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.seq_q = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("seq_k", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.seq_k = -3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.head_dim = 48; })));
+  COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.window = 16; })));
   CUDA_CHECK(cudaDeviceSynchronize());
   for (float y : o.download()) CHECK(course::is_poison_f32(y));  // nothing was written
 }

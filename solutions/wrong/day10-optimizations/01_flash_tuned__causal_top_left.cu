@@ -1,14 +1,13 @@
-// WRONG ON PURPOSE: no guard for the last, partial key tile. Its rows past seq_k are padding
-// (zero-filled here; in a kernel without the zero fill they would be the next head's keys or
-// memory past the buffer) and are not masked, so each padding key gets score 0 and weight
-// exp(0 - m) in ℓ_i: the output is scaled down. Without a causal mask (which happens to hide
-// those keys too) every Nk that is not a multiple of BC (64) fails.
+// WRONG ON PURPOSE: the causal mask is aligned top-left (off = 0: key j visible iff j <= i),
+// correct only when Nq == Nk. With Nq < Nk (chunked prefill, one decode query) queries miss
+// the earlier keys; with Nq > Nk rows that must be zero see keys. Square shapes still pass;
+// the Nq != Nk causal shapes fail.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "02_flash_attention.h"
+#include "01_flash_tuned.h"
 #include "check_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
@@ -73,7 +72,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
   const float* k_bh = k + bh * seq_k * D;  // MHA: query head h reads KV head h
   const float* v_bh = v + bh * seq_k * D;
   float* o_bh = o + bh * seq_q * D;
-  const int off = seq_k - seq_q;  // bottom-right alignment: row i sees keys j <= i + off
+  const int off = 0;  // BUG: top-left alignment; must be seq_k - seq_q (bottom-right)
 
   // Key tiles to visit. Causal: stop after the tile holding the last key that the tile's last
   // real row can see; tiles above the diagonal are skipped whole. A tile whose rows see no key
@@ -143,7 +142,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       for (int n = 0; n < TN; ++n) {
         const int key = kv0 + tx + n * TX;
         float x = s[m][n] * scale;
-        if (need_mask && causal && key > i + off) x = -INFINITY;  // BUG: keys >= seq_k not masked
+        if (need_mask && (key >= seq_k || (causal && key > i + off))) x = -INFINITY;
         s[m][n] = x;
         row_max = fmaxf(row_max, x);
       }
@@ -261,15 +260,15 @@ void launch_first_fitting(int smem_limit, const float* q, const float* k, const 
 }
 
 void check_aligned(const void* ptr, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention", field,
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention_tuned", field,
                   "must be 16-byte aligned (rows are copied as float4)");
 }
 
 }  // namespace
 
-void flash_attention(const float* q, const float* k, const float* v, float* o,
+void flash_attention_tuned(const float* q, const float* k, const float* v, float* o,
                      const course::AttentionParams& p, cudaStream_t stream) {
-  const char* fn = "flash_attention";
+  const char* fn = "flash_attention_tuned";
   course::require_not_null(q, fn, "q");
   course::require_not_null(k, fn, "k");
   course::require_not_null(v, fn, "v");

@@ -1,21 +1,12 @@
-// Day 06 · Exercise 02 · flash attention in fp32: tiled online softmax, register-tiled FFMA.
-// Lesson: day06-attention/README.md, section "02 · flash attention". Test: make test EX=02_flash_attention
-//
-// One thread block owns one query tile Q_i (BR rows) of one (batch, head) and walks over the key
-// tiles K_j, V_j (BC rows each), keeping the running row max m_i, row sum ℓ_i and output O_i in
-// registers. The Nq × Nk score matrix never exists in memory: only one BR × BC tile of it, P_ij,
-// passes through shared memory.
-//
-// Thread layout: 16 lanes ("tx", half a warp) share a group of TM query rows ("ty").
-//   S_ij:  a thread computes TM rows × TN keys, keys tx, tx+16, tx+32, ... (strided, see LDK)
-//   O_i:   a thread accumulates TM rows × DN = D/16 output columns
-// so every statistic of a row lives in 16 lanes of one warp and is combined with shuffles.
+// WRONG ON PURPOSE: the causal test hides the diagonal itself (key j visible iff j < i + off
+// instead of j <= i + off). Every query loses its own key, the first row of a square problem
+// sees nothing at all. Any causal shape catches it.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "02_flash_attention.h"
+#include "01_flash_tuned.h"
 #include "check_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
@@ -82,10 +73,14 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
   float* o_bh = o + bh * seq_q * D;
   const int off = seq_k - seq_q;  // bottom-right alignment: row i sees keys j <= i + off
 
-  // TODO(1): under a causal mask, stop early: tiles whose every key lies above the diagonal
-  //          (key > i + off for every row i of this tile) can be skipped whole, and a tile whose
-  //          rows see no key at all visits none (lesson: "02 · Causal: whole-tile skipping").
+  // Key tiles to visit. Causal: stop after the tile holding the last key that the tile's last
+  // real row can see; tiles above the diagonal are skipped whole. A tile whose rows see no key
+  // at all (i + off < 0 for every row) visits none and writes zeros.
   int n_kv_tiles = (seq_k + BC - 1) / BC;
+  if (causal) {
+    const int last_key = min(q0 + BR, seq_q) - 1 + off;
+    n_kv_tiles = last_key < 0 ? 0 : min(n_kv_tiles, last_key / BC + 1);
+  }
 
   float o_acc[TM][DN];  // O_i, unnormalised
   float m_i[TM];        // running row max of the scaled scores
@@ -113,38 +108,127 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
 
     // S_ij = Q_i K_jᵀ: TM × TN dot products per thread, four columns of D per step.
     float s[TM][TN] = {};
-    // TODO(2): accumulate s[m][n] = Q_i[ty·TM + m] · K_j[tx + n·TX] over the D columns, reading
-    //          float4s from Qs (leading dimension C::LDQ) and Ks (C::LDK); load the TM + TN float4s
-    //          of one step into registers first, then do the TM·TN·4 FMAs (lesson:
-    //          "02 · Register tiling").
+#pragma unroll
+    for (int kk = 0; kk < D; kk += 4) {
+      float4 qf[TM], kf[TN];
+#pragma unroll
+      for (int m = 0; m < TM; ++m) qf[m] = *reinterpret_cast<const float4*>(&Qs[(ty * TM + m) * C::LDQ + kk]);
+#pragma unroll
+      for (int n = 0; n < TN; ++n) kf[n] = *reinterpret_cast<const float4*>(&Ks[(tx + n * TX) * C::LDK + kk]);
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+#pragma unroll
+        for (int n = 0; n < TN; ++n) {
+          s[m][n] = fmaf(qf[m].x, kf[n].x, s[m][n]);
+          s[m][n] = fmaf(qf[m].y, kf[n].y, s[m][n]);
+          s[m][n] = fmaf(qf[m].z, kf[n].z, s[m][n]);
+          s[m][n] = fmaf(qf[m].w, kf[n].w, s[m][n]);
+        }
+    }
     // (B) every thread is done reading K_j: the next tile may be copied over it.
     __syncthreads();
     if (j + 1 < n_kv_tiles) load_tile<C, BC, C::LDK>(Ks, k_bh, kv0 + BC, seq_k);
     cp_async_commit();  // possibly empty: keeps the group count the same every iteration
 
-    // TODO(3): scale s (s · scale) and set it to -INFINITY where the key is
-    //          past seq_k or, causal, above the diagonal (key > i + off); only tiles that
-    //          straddle one of those boundaries need the test (lesson: "02 · Masks and tails").
-    // TODO(4): the online-softmax update of each of the TM rows (lesson: "02 · The online
-    //          softmax"): the tile's row max across the row's 16 lanes (__shfl_xor_sync), m_new,
-    //          the correction alpha = exp(m_old - m_new), p = exp(s - m_new) in place of s
-    //          (with exp2f and kLog2e: lesson "02 · exp2 without losing digits"),
-    //          l_i = alpha · l_i + (sum of this thread's p), o_acc *= alpha. Keep everything
-    //          finite for a row that has seen only -inf so far.
-    // TODO(5): store P_ij into Ps transposed, Ps[key · C::LDP + row], as float4s of 4 rows.
+    // Masks: keys past seq_k (the partial last tile) and, causal, keys above the diagonal.
+    // Only tiles that straddle one of the two boundaries need the per-element test.
+    const bool need_mask = kv0 + BC > seq_k || (causal && kv0 + BC - 1 > q0 + off);
+#pragma unroll
+    for (int m = 0; m < TM; ++m) {
+      const int i = q0 + ty * TM + m;
+      float row_max = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const int key = kv0 + tx + n * TX;
+        float x = s[m][n] * scale;
+        if (need_mask && (key >= seq_k || (causal && key >= i + off))) x = -INFINITY;  // BUG: >= hides the diagonal
+        s[m][n] = x;
+        row_max = fmaxf(row_max, x);
+      }
+      // The row's 16 lanes agree on the tile max (xor butterflies stay inside the half warp).
+#pragma unroll
+      for (int w = TX / 2; w >= 1; w /= 2) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, w));
+      const float m_new = fmaxf(m_i[m], row_max);
+      // Nothing visible yet: m_new is -inf and exp2(-inf - -inf) would be NaN. Subtracting 0
+      // instead gives p = exp2(-inf) = 0 and alpha = 0 on l = O = 0: the row stays empty.
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      // exp(x - m) = exp2(x·log2e - m·log2e). The product m·log2e is rounded once, the same way
+      // for alpha now and for this tile's p (__fmul_rn forbids fusing it into an FMA), so the
+      // rounding is a common shift of the whole row and cancels in the softmax. x·log2e - that
+      // is one fmaf: exact product, one rounding of a small result. Logits of 1e3 stay accurate.
+      const float m_log2 = __fmul_rn(m_use, kLog2e);
+      const float alpha = exp2f(__fmul_rn(m_i[m], kLog2e) - m_log2);  // exp(m_old - m_new)
+      m_i[m] = m_new;
+      float row_sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        s[m][n] = exp2f(fmaf(s[m][n], kLog2e, -m_log2));  // P_ij
+        row_sum += s[m][n];
+      }
+      l_i[m] = l_i[m] * alpha + row_sum;
+#pragma unroll
+      for (int d = 0; d < DN; ++d) o_acc[m][d] *= alpha;
+    }
+    // P_ij -> shared memory, transposed: each float4 holds 4 consecutive rows of one key.
+#pragma unroll
+    for (int n = 0; n < TN; ++n)
+#pragma unroll
+      for (int m = 0; m < TM; m += 4)
+        *reinterpret_cast<float4*>(&Ps[(tx + n * TX) * C::LDP + ty * TM + m]) =
+            make_float4(s[m][n], s[m + 1][n], s[m + 2][n], s[m + 3][n]);
     cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
     // (C) all of P_ij is written and all of V_j is visible to every thread.
     __syncthreads();
 
-    // TODO(6): O_i += P_ij V_j: for each of the BC keys, read this thread's TM probabilities
-    //          from Ps and its DN values of V (columns e·TX + tx·VW .. + VW - 1 for
-    //          e = 0, VW, 2·VW, ...), then TM·DN FMAs into o_acc (lesson: "02 · Register tiling").
+    // O_i += P_ij V_j: per key, TM probabilities times DN values of V.
+#pragma unroll 8
+    for (int c = 0; c < BC; ++c) {
+      float p[TM], vv[DN];
+#pragma unroll
+      for (int m = 0; m < TM; m += 4) {
+        const float4 pf = *reinterpret_cast<const float4*>(&Ps[c * C::LDP + ty * TM + m]);
+        p[m] = pf.x, p[m + 1] = pf.y, p[m + 2] = pf.z, p[m + 3] = pf.w;
+      }
+#pragma unroll
+      for (int e = 0; e < DN; e += VW) {
+        const float* src = &Vs[c * C::LDV + e * TX + tx * VW];
+        if constexpr (VW == 4) {
+          const float4 t = *reinterpret_cast<const float4*>(src);
+          vv[e] = t.x, vv[e + 1] = t.y, vv[e + 2] = t.z, vv[e + 3] = t.w;
+        } else {
+          const float2 t = *reinterpret_cast<const float2*>(src);
+          vv[e] = t.x, vv[e + 1] = t.y;
+        }
+      }
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+#pragma unroll
+        for (int d = 0; d < DN; ++d) o_acc[m][d] = fmaf(p[m], vv[d], o_acc[m][d]);
+    }
   }
   cp_async_wait<0>();
 
-  // TODO(7): combine l_i over the row's 16 lanes, then write o_acc / l_i for every real row
-  //          (i < seq_q) at the columns this thread owns, zeros where l_i == 0 (lesson:
-  //          "02 · Epilogue").
+  // Epilogue: each lane summed only its own keys; the row's 16 lanes add up to ℓ_i. A row that
+  // saw no key has ℓ_i = 0 and O_i = 0 and is written as zeros.
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    float l = l_i[m];
+#pragma unroll
+    for (int w = TX / 2; w >= 1; w /= 2) l += __shfl_xor_sync(0xffffffffu, l, w);
+    const float inv_l = l > 0.f ? 1.f / l : 0.f;
+    const int i = q0 + ty * TM + m;
+    if (i >= seq_q) continue;  // padding row of the last, partial query tile
+#pragma unroll
+    for (int e = 0; e < DN; e += VW) {
+      float* dst = &o_bh[int64_t(i) * D + e * TX + tx * VW];
+      if constexpr (VW == 4) {
+        *reinterpret_cast<float4*>(dst) = make_float4(o_acc[m][e] * inv_l, o_acc[m][e + 1] * inv_l,
+                                                      o_acc[m][e + 2] * inv_l, o_acc[m][e + 3] * inv_l);
+      } else {
+        *reinterpret_cast<float2*>(dst) = make_float2(o_acc[m][e] * inv_l, o_acc[m][e + 1] * inv_l);
+      }
+    }
+  }
 }
 
 template <class C>
@@ -175,15 +259,15 @@ void launch_first_fitting(int smem_limit, const float* q, const float* k, const 
 }
 
 void check_aligned(const void* ptr, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention", field,
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention_tuned", field,
                   "must be 16-byte aligned (rows are copied as float4)");
 }
 
 }  // namespace
 
-void flash_attention(const float* q, const float* k, const float* v, float* o,
+void flash_attention_tuned(const float* q, const float* k, const float* v, float* o,
                      const course::AttentionParams& p, cudaStream_t stream) {
-  const char* fn = "flash_attention";
+  const char* fn = "flash_attention_tuned";
   course::require_not_null(q, fn, "q");
   course::require_not_null(k, fn, "k");
   course::require_not_null(v, fn, "v");

@@ -1,13 +1,21 @@
-// WRONG ON PURPOSE: when a later key tile raises the running max m_i, the old row sum ℓ_i and
-// output O_i are NOT multiplied by exp(m_old - m_new). They stay expressed against the old max
-// while new terms use the new one, so rows whose max grows after the first tile come out too
-// large. Single-tile shapes still pass; every shape with Nk > BC (64) fails.
+// Day 06 · Exercise 02 · flash attention in fp32: tiled online softmax, register-tiled FFMA.
+// Lesson: day06-attention/README.md, section "02 · flash attention". Test: make test EX=02_flash_attention
+//
+// One thread block owns one query tile Q_i (BR rows) of one (batch, head) and walks over the key
+// tiles K_j, V_j (BC rows each), keeping the running row max m_i, row sum ℓ_i and output O_i in
+// registers. The Nq × Nk score matrix never exists in memory: only one BR × BC tile of it, P_ij,
+// passes through shared memory.
+//
+// Thread layout: 16 lanes ("tx", half a warp) share a group of TM query rows ("ty").
+//   S_ij:  a thread computes TM rows × TN keys, keys tx, tx+16, tx+32, ... (strided, see LDK)
+//   O_i:   a thread accumulates TM rows × DN = D/16 output columns
+// so every statistic of a row lives in 16 lanes of one warp and is combined with shuffles.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "02_flash_attention.h"
+#include "01_flash_tuned.h"
 #include "check_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
@@ -158,7 +166,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       // rounding is a common shift of the whole row and cancels in the softmax. x·log2e - that
       // is one fmaf: exact product, one rounding of a small result. Logits of 1e3 stay accurate.
       const float m_log2 = __fmul_rn(m_use, kLog2e);
-      const float alpha = 1.f;  // BUG: must be exp(m_old - m_new); the old sums keep the stale max
+      const float alpha = exp2f(__fmul_rn(m_i[m], kLog2e) - m_log2);  // exp(m_old - m_new)
       m_i[m] = m_new;
       float row_sum = 0.f;
 #pragma unroll
@@ -260,15 +268,15 @@ void launch_first_fitting(int smem_limit, const float* q, const float* k, const 
 }
 
 void check_aligned(const void* ptr, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention", field,
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention_tuned", field,
                   "must be 16-byte aligned (rows are copied as float4)");
 }
 
 }  // namespace
 
-void flash_attention(const float* q, const float* k, const float* v, float* o,
+void flash_attention_tuned(const float* q, const float* k, const float* v, float* o,
                      const course::AttentionParams& p, cudaStream_t stream) {
-  const char* fn = "flash_attention";
+  const char* fn = "flash_attention_tuned";
   course::require_not_null(q, fn, "q");
   course::require_not_null(k, fn, "k");
   course::require_not_null(v, fn, "v");
