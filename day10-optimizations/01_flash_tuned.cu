@@ -1,15 +1,21 @@
-// Day 06 · Exercise 02 · flash attention in fp32: tiled online softmax, register-tiled FFMA.
-// Lesson: day06-attention/README.md, section "02 · flash attention". Test: make test EX=02_flash_attention
+// Day 10 · Exercise 01 · flash attention tuned (fp32): register tiling, padded smem, cp.async, exact exp2.
+// Lesson: day10-optimizations/01_flash_tuned.md. Test: make test EX=01_flash_tuned
 //
-// One thread block owns one query tile Q_i (BR rows) of one (batch, head) and walks over the key
-// tiles K_j, V_j (BC rows each), keeping the running row max m_i, row sum ℓ_i and output O_i in
-// registers. The Nq × Nk score matrix never exists in memory: only one BR × BC tile of it, P_ij,
-// passes through shared memory.
+// The day-06 kernel (one thread per query row, plain loads) made the algorithm visible; this one
+// makes it fast. Same algorithm: one thread block owns one query tile Q_i (BR rows) of one
+// (batch, query head) and walks over the key tiles K_j, V_j (BC rows each), keeping the running
+// row max m_i, row sum ℓ_i and output O_i in registers. What changes is who computes what:
 //
-// Thread layout: 16 lanes ("tx", half a warp) share a group of TM query rows ("ty").
-//   S_ij:  a thread computes TM rows × TN keys, keys tx, tx+16, tx+32, ... (strided, see LDK)
-//   O_i:   a thread accumulates TM rows × DN = D/16 output columns
-// so every statistic of a row lives in 16 lanes of one warp and is combined with shuffles.
+//   * a team of kLanesPerRow = 16 lanes (half a warp) shares kRowsPerThread query rows; each
+//     thread computes kRowsPerThread × kKeysPerThread scores of S_ij (keys lane, lane+16, ...)
+//     and accumulates kRowsPerThread × kColsPerThread outputs of O_i, so every value it loads
+//     from shared memory feeds several FMAs (the FMA-to-load ratio sets the speed);
+//   * rows of K and P are padded by 4 floats so a team's float4 loads hit distinct banks;
+//   * K_{j+1} and V_j are copied with cp.async while S_ij and P_ij·V_j are computed;
+//   * exp is exp2 of a rearranged argument that loses no digits (logits of 1e3 stay exact).
+// Every statistic of a row lives in the 16 lanes of one team and is combined with shuffles.
+// Grouped-query attention comes for free: query head h reads KV head h / G, and the G query
+// heads of a group find the same K/V tiles in L2.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -19,30 +25,33 @@
 #include "check_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
+#include "smem_limit.h"
 
 namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Tile shape. BR = query rows per block, BC = keys per tile, TM = query rows per thread.
-template <int D_, int BR_, int BC_, int TM_>
+// Tile shape, from the paper: BR query rows per block, BC keys per tile; the rest is derived.
+template <int D_, int BR_, int BC_, int RowsPerThread_>
 struct FlashConfig {
-  static constexpr int D = D_, BR = BR_, BC = BC_, TM = TM_;
-  static constexpr int TX = 16;            // lanes that share a row: half a warp
-  static constexpr int TY = BR / TM;       // row groups per block
-  static constexpr int THREADS = TX * TY;
-  static constexpr int TN = BC / TX;       // keys of S_ij per thread
-  static constexpr int DN = D / TX;        // columns of O_i per thread
-  static constexpr int VW = DN < 4 ? DN : 4;  // vector width of V reads and O writes
-  // Leading dimensions in shared memory (floats). Lanes tx = 0..7 read K rows tx, tx+1, ... at
-  // the same column; a pad of 4 floats moves consecutive rows by one 16-byte bank group, so one
-  // float4 load per lane is conflict-free. Ps is written the same way (one row per key). Q is
-  // read by broadcast (all 16 lanes of a row group load the same address) and V along a row,
-  // so neither needs a pad.
+  static constexpr int D = D_, BR = BR_, BC = BC_;
+  static constexpr int kRowsPerThread = RowsPerThread_;        // query rows one thread owns
+  static constexpr int kLanesPerRow = 16;                       // a team: half a warp shares rows
+  static constexpr int kTeams = BR / kRowsPerThread;            // teams per block
+  static constexpr int kThreads = kLanesPerRow * kTeams;
+  static constexpr int kKeysPerThread = BC / kLanesPerRow;      // keys of S_ij per thread
+  static constexpr int kColsPerThread = D / kLanesPerRow;       // columns of O_i per thread
+  static constexpr int kVecWidth = kColsPerThread < 4 ? kColsPerThread : 4;  // floats per V read / O write
+  // Leading dimensions in shared memory (floats). Lanes 0..7 of a team read K rows lane,
+  // lane+1, ... at the same column; a pad of 4 floats moves consecutive rows by one 16-byte bank
+  // group, so one float4 load per lane is conflict-free. Ps is written the same way (one row per
+  // key). Q is read by broadcast (all 16 lanes of a team load the same address) and V along a
+  // row, so neither needs a pad.
   static constexpr int LDQ = D, LDK = D + 4, LDV = D, LDP = BR + 4;
   static constexpr size_t kSmemBytes = sizeof(float) * size_t(BR * LDQ + BC * LDK + BC * LDV + BC * LDP);
-  static_assert(BR % TM == 0 && TM % 4 == 0, "TM rows per thread, read as float4");
-  static_assert(BC % TX == 0 && D % TX == 0 && DN % VW == 0, "tile must split over 16 lanes");
+  static_assert(BR % kRowsPerThread == 0 && kRowsPerThread % 4 == 0, "a thread's rows are read as float4");
+  static_assert(BC % kLanesPerRow == 0 && D % kLanesPerRow == 0 && kColsPerThread % kVecWidth == 0,
+                "a tile must split evenly over the 16 lanes of a team");
 };
 
 // Stage rows [row0, row0 + ROWS) of a [n_rows, D] matrix into shared memory (leading dimension
@@ -51,7 +60,7 @@ struct FlashConfig {
 template <class C, int ROWS, int LD>
 __device__ __forceinline__ void load_tile(float* dst, const float* src, int row0, int n_rows) {
   constexpr int kChunksPerRow = C::D / 4;
-  for (int idx = threadIdx.x; idx < ROWS * kChunksPerRow; idx += C::THREADS) {
+  for (int idx = threadIdx.x; idx < ROWS * kChunksPerRow; idx += C::kThreads) {
     const int r = idx / kChunksPerRow, c4 = (idx % kChunksPerRow) * 4;
     const bool valid = row0 + r < n_rows;
     copy16(dst + r * LD + c4, valid ? src + int64_t(row0 + r) * C::D + c4 : src, valid);
@@ -59,43 +68,46 @@ __device__ __forceinline__ void load_tile(float* dst, const float* src, int row0
 }
 
 template <class C>
-__global__ void __launch_bounds__(C::THREADS)
+__global__ void __launch_bounds__(C::kThreads)
 flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                       const float* __restrict__ v, float* __restrict__ o, int heads, int seq_q,
-                       int seq_k, float scale, bool causal) {
-  constexpr int D = C::D, BR = C::BR, BC = C::BC, TM = C::TM, TN = C::TN, TX = C::TX;
-  constexpr int DN = C::DN, VW = C::VW;
+                       const float* __restrict__ v, float* __restrict__ o, int heads, int group,
+                       int seq_q, int seq_k, float scale, bool causal) {
+  constexpr int D = C::D, BR = C::BR, BC = C::BC;
+  constexpr int kRowsPerThread = C::kRowsPerThread, kKeysPerThread = C::kKeysPerThread;
+  constexpr int kLanesPerRow = C::kLanesPerRow, kColsPerThread = C::kColsPerThread, kVecWidth = C::kVecWidth;
   extern __shared__ float4 smem_f4[];  // float4: 16-byte alignment for the vector accesses
   float* Qs = reinterpret_cast<float*>(smem_f4);  // Q_i   [BR][LDQ]
   float* Ks = Qs + BR * C::LDQ;                    // K_j   [BC][LDK]
   float* Vs = Ks + BC * C::LDK;                    // V_j   [BC][LDV]
   float* Ps = Vs + BC * C::LDV;                    // P_ijᵀ [BC][LDP]: key-major, so a thread reads
-                                                   // its TM rows of one key as float4s
-  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+                                                   // its kRowsPerThread rows of one key as float4s
+  const int lane = threadIdx.x % kLanesPerRow, team = threadIdx.x / kLanesPerRow;
   // Reverse order: under a causal mask the last query tiles have the most keys; starting them
   // first keeps the tail of the grid short.
   const int q0 = (gridDim.x - 1 - blockIdx.x) * BR;
-  const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;
+  const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;  // (batch, query head)
+  // GQA: query head h of batch b reads KV head h / G, i.e. flat KV index (b·Hq + h) / G.
+  const int64_t bh_kv = bh / group;
   const float* q_bh = q + bh * seq_q * D;
-  const float* k_bh = k + bh * seq_k * D;  // MHA: query head h reads KV head h
-  const float* v_bh = v + bh * seq_k * D;
+  const float* k_bh = k + bh_kv * seq_k * D;
+  const float* v_bh = v + bh_kv * seq_k * D;
   float* o_bh = o + bh * seq_q * D;
   const int off = seq_k - seq_q;  // bottom-right alignment: row i sees keys j <= i + off
 
-  // TODO(1): under a causal mask, stop early: tiles whose every key lies above the diagonal
-  //          (key > i + off for every row i of this tile) can be skipped whole, and a tile whose
-  //          rows see no key at all visits none (lesson: "02 · Causal: whole-tile skipping").
+  // TODO(1) (≈ 4 lines): under a causal mask, stop early: tiles whose every key lies above the
+  //          diagonal (key > i + off for every row i of this tile) are skipped whole, and a tile
+  //          whose rows see no key at all visits none (lesson: "Causal: whole-tile skipping").
   int n_kv_tiles = (seq_k + BC - 1) / BC;
 
-  float o_acc[TM][DN];  // O_i, unnormalised
-  float m_i[TM];        // running row max of the scaled scores
-  float l_i[TM];        // running row sum of exp2(s - m_i), this thread's keys only
+  float o_acc[kRowsPerThread][kColsPerThread];  // O_i, unnormalised
+  float m_i[kRowsPerThread];        // running row max of the scaled scores
+  float l_i[kRowsPerThread];        // running row sum of exp2(s - m_i), this thread's keys only
 #pragma unroll
-  for (int m = 0; m < TM; ++m) {
+  for (int m = 0; m < kRowsPerThread; ++m) {
     m_i[m] = -INFINITY;
     l_i[m] = 0.f;
 #pragma unroll
-    for (int d = 0; d < DN; ++d) o_acc[m][d] = 0.f;
+    for (int d = 0; d < kColsPerThread; ++d) o_acc[m][d] = 0.f;
   }
 
   load_tile<C, BR, C::LDQ>(Qs, q_bh, q0, seq_q);
@@ -111,40 +123,42 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
     load_tile<C, BC, C::LDV>(Vs, v_bh, kv0, seq_k);  // V_j arrives while S_ij is computed
     cp_async_commit();
 
-    // S_ij = Q_i K_jᵀ: TM × TN dot products per thread, four columns of D per step.
-    float s[TM][TN] = {};
-    // TODO(2): accumulate s[m][n] = Q_i[ty·TM + m] · K_j[tx + n·TX] over the D columns, reading
-    //          float4s from Qs (leading dimension C::LDQ) and Ks (C::LDK); load the TM + TN float4s
-    //          of one step into registers first, then do the TM·TN·4 FMAs (lesson:
-    //          "02 · Register tiling").
+    // S_ij = Q_i K_jᵀ: kRowsPerThread × kKeysPerThread dot products per thread, four columns of D per step.
+    float s[kRowsPerThread][kKeysPerThread] = {};
+    // TODO(2) (≈ 16 lines): accumulate s[m][n] = Q_i[team·kRowsPerThread + m] · K_j[lane + n·16]
+    //          over the D columns, reading float4s from Qs (leading dimension C::LDQ) and Ks
+    //          (C::LDK); load the kRowsPerThread + kKeysPerThread float4s of one step into
+    //          registers first, then do their FMAs (lesson: "Register tiling").
     // (B) every thread is done reading K_j: the next tile may be copied over it.
     __syncthreads();
     if (j + 1 < n_kv_tiles) load_tile<C, BC, C::LDK>(Ks, k_bh, kv0 + BC, seq_k);
     cp_async_commit();  // possibly empty: keeps the group count the same every iteration
 
-    // TODO(3): scale s (s · scale) and set it to -INFINITY where the key is
-    //          past seq_k or, causal, above the diagonal (key > i + off); only tiles that
-    //          straddle one of those boundaries need the test (lesson: "02 · Masks and tails").
-    // TODO(4): the online-softmax update of each of the TM rows (lesson: "02 · The online
-    //          softmax"): the tile's row max across the row's 16 lanes (__shfl_xor_sync), m_new,
-    //          the correction alpha = exp(m_old - m_new), p = exp(s - m_new) in place of s
-    //          (with exp2f and kLog2e: lesson "02 · exp2 without losing digits"),
-    //          l_i = alpha · l_i + (sum of this thread's p), o_acc *= alpha. Keep everything
-    //          finite for a row that has seen only -inf so far.
-    // TODO(5): store P_ij into Ps transposed, Ps[key · C::LDP + row], as float4s of 4 rows.
+    // TODO(3) (≈ 10 lines): scale s (s · scale) and set it to -INFINITY where the key is past
+    //          seq_k or, causal, above the diagonal (key > i + off); only tiles that straddle one
+    //          of those boundaries need the test (lesson: "Masks and tails").
+    // TODO(4) (≈ 20 lines): the online-softmax update of each of the thread's rows (lesson:
+    //          "The online softmax across a team"): the tile's row max across the team's 16 lanes
+    //          (__shfl_xor_sync), m_new, the correction alpha = exp(m_old - m_new),
+    //          p = exp(s - m_new) in place of s (exp2f and kLog2e; lesson: "exp2 without losing
+    //          digits"), l_i = alpha · l_i + (sum of this thread's p), o_acc *= alpha. Keep
+    //          everything finite for a row that has seen only -inf so far.
+    // TODO(5) (≈ 5 lines): store P_ij into Ps transposed, Ps[key · C::LDP + row], as float4s of
+    //          4 rows (lesson: "Padded shared memory and bank conflicts").
     cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
     // (C) all of P_ij is written and all of V_j is visible to every thread.
     __syncthreads();
 
-    // TODO(6): O_i += P_ij V_j: for each of the BC keys, read this thread's TM probabilities
-    //          from Ps and its DN values of V (columns e·TX + tx·VW .. + VW - 1 for
-    //          e = 0, VW, 2·VW, ...), then TM·DN FMAs into o_acc (lesson: "02 · Register tiling").
+    // TODO(6) (≈ 25 lines): O_i += P_ij V_j: for each of the BC keys, read this thread's
+    //          kRowsPerThread probabilities from Ps and its kColsPerThread values of V (columns
+    //          e·16 + lane·kVecWidth .. + kVecWidth - 1 for e = 0, kVecWidth, ...), then
+    //          kRowsPerThread·kColsPerThread FMAs into o_acc (lesson: "Register tiling").
   }
   cp_async_wait<0>();
 
-  // TODO(7): combine l_i over the row's 16 lanes, then write o_acc / l_i for every real row
-  //          (i < seq_q) at the columns this thread owns, zeros where l_i == 0 (lesson:
-  //          "02 · Epilogue").
+  // TODO(7) (≈ 20 lines): combine l_i over the team's 16 lanes, then write o_acc / l_i for every
+  //          real row (i < seq_q) at the columns this thread owns, zeros where l_i == 0 (lesson:
+  //          "Epilogue").
 }
 
 template <class C>
@@ -155,13 +169,13 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
   const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
-  kernel<<<grid, C::THREADS, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.seq_q, p.seq_k,
-                                                       p.softmax_scale(), p.causal);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.group_size(), p.seq_q,
+                                                        p.seq_k, p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
 // Launches the first configuration whose shared memory fits this GPU (the last one is the
-// fallback). Tile shapes measured on an H100 (lesson: "02 · What to measure"); the smaller ones
+// fallback). Tile shapes measured on an H100 (lesson: "Tile shapes per GPU"); the smaller ones
 // fit the 99 KiB of consumer GPUs and the 64 KiB of Turing.
 template <class First, class... Rest>
 void launch_first_fitting(int smem_limit, const float* q, const float* k, const float* v, float* o,
@@ -197,17 +211,17 @@ void flash_attention_tuned(const float* q, const float* k, const float* v, float
   course::require_positive(p.heads_q, fn, "heads_q");
   course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
   course::require_positive(p.heads_kv, fn, "heads_kv");
-  course::require(p.heads_kv == p.heads_q, fn, "heads_kv", "must equal heads_q (GQA is exercise 03)");
+  course::require(p.heads_kv <= p.heads_q && p.heads_q % p.heads_kv == 0, fn, "heads_kv",
+                  "must divide heads_q (got heads_q=" + std::to_string(p.heads_q) +
+                      ", heads_kv=" + std::to_string(p.heads_kv) + ")");
   course::require_positive(p.seq_q, fn, "seq_q");
   course::require_positive(p.seq_k, fn, "seq_k");
   course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
-  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
+  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
 
-  int device = 0, smem_limit = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  switch (p.head_dim) {  // FlashConfig<D, BR, BC, TM>
+  const int smem_limit = course::smem_limit_per_block();
+  switch (p.head_dim) {  // FlashConfig<D, BR, BC, kRowsPerThread>
     case 32:
       launch_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, q, k, v, o, p, stream);
       break;

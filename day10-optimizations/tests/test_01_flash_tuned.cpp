@@ -1,6 +1,8 @@
-// Tests for day06/02_flash_attention: a shape grid around the tile sizes (1, below a tile,
+// Tests for day10/01_flash_tuned: a shape grid around the tile sizes (1, below a tile,
 // non-multiples, 2048), Nq != Nk both ways under a causal mask (bottom-right alignment, rows that
-// see no key), head_dim 32/64/128, batch and heads > 1, and logits of ±1e3.
+// see no key), head_dim 32/64/128, batch and heads > 1, grouped heads (MHA, GQA, MQA) and logits
+// of ±1e3. The tile configuration depends on the GPU's shared memory: run with
+// COURSE_SMEM_LIMIT=65536 (or 101376) to test what a smaller GPU runs.
 #include <string>
 #include <vector>
 
@@ -13,11 +15,11 @@ using course::DeviceBuffer;
 
 namespace {
 
-AttentionParams make_params(int b, int h, int nq, int nk, int d, bool causal) {
-  return AttentionParams::make(b, h, h, nq, nk, d, causal);
+AttentionParams make_params(int b, int h, int nq, int nk, int d, bool causal, int h_kv = 0) {
+  return AttentionParams::make(b, h, h_kv > 0 ? h_kv : h, nq, nk, d, causal);
 }
 
-// Runs flash_attention on q, k, v and compares O with the CPU reference.
+// Runs flash_attention_tuned on q, k, v and compares O with the CPU reference.
 void check_flash(const AttentionParams& p, const std::vector<float>& q, const std::vector<float>& k,
                  const std::vector<float>& v) {
   auto d_q = course::to_device(q), d_k = course::to_device(k), d_v = course::to_device(v);
@@ -32,14 +34,15 @@ struct Case {
   int b, h, nq, nk, d;
   bool causal;
   const char* why;
+  int h_kv = 0;  // 0: MHA (Hkv = Hq)
 };
 
 void run_grid(const std::string& name, const std::vector<Case>& cases) {
   for (size_t idx = 0; idx < cases.size(); ++idx) {
     const Case& c = cases[idx];
-    const AttentionParams p = make_params(c.b, c.h, c.nq, c.nk, c.d, c.causal);
+    const AttentionParams p = make_params(c.b, c.h, c.nq, c.nk, c.d, c.causal, c.h_kv);
     const uint64_t seed = course::case_seed(name, int64_t(idx));
-    INFO("B=" << c.b << " H=" << c.h << " Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d
+    INFO("B=" << c.b << " Hq=" << c.h << " Hkv=" << p.heads_kv << " Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d
               << (c.causal ? " causal" : "") << " (" << c.why << "), seed = " << seed
               << " (set COURSE_SEED to vary)");
     check_flash(p, course::random_normal(size_t(p.q_elems()), seed),
@@ -50,7 +53,7 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
 
 }  // namespace
 
-TEST_CASE("flash_attention: small shapes", "[day06][flash_attention][quick]") {
+TEST_CASE("flash_attention_tuned: small shapes", "[day10][flash_tuned][quick]") {
   run_grid("flash_small", {
       {1, 1, 1, 1, 64, false, "one query, one key"},
       {1, 1, 1, 1, 64, true, "one query, one key, causal"},
@@ -61,7 +64,7 @@ TEST_CASE("flash_attention: small shapes", "[day06][flash_attention][quick]") {
   });
 }
 
-TEST_CASE("flash_attention: Nq != Nk, causal alignment is bottom-right", "[day06][flash_attention][quick]") {
+TEST_CASE("flash_attention_tuned: Nq != Nk, causal alignment is bottom-right", "[day10][flash_tuned][quick]") {
   run_grid("flash_nq_ne_nk", {
       {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
       {1, 2, 1, 150, 32, true, "one query sees every key (decode step)"},
@@ -71,7 +74,7 @@ TEST_CASE("flash_attention: Nq != Nk, causal alignment is bottom-right", "[day06
   });
 }
 
-TEST_CASE("flash_attention: tile boundaries, head dims, batch and heads", "[day06][flash_attention]") {
+TEST_CASE("flash_attention_tuned: tile boundaries, head dims, batch and heads", "[day10][flash_tuned]") {
   run_grid("flash_grid", {
       {2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
       {3, 2, 1000, 1000, 32, false, "non-multiple, D=32"},
@@ -82,12 +85,25 @@ TEST_CASE("flash_attention: tile boundaries, head dims, batch and heads", "[day0
   });
 }
 
-TEST_CASE("flash_attention: long sequences (2048)", "[day06][flash_attention]") {
+TEST_CASE("flash_attention_tuned: long sequences (2048)", "[day10][flash_tuned]") {
   run_grid("flash_long", {
       {2, 4, 2048, 2048, 64, false, "prefill, no mask"},
       {2, 4, 2048, 2048, 64, true, "prefill, causal"},
       {1, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
       {1, 2, 2048, 1024, 32, true, "Nq > Nk, half the rows see nothing"},
+  });
+}
+
+// Grouped heads: with Hkv > 1 and G > 1 at once, the KV head of query head h is h / G; h % Hkv
+// (a classic slip) or h reads the wrong rows of K and V. Batch > 1 checks the batch offset of the
+// KV tensors, which have Hkv heads, not Hq.
+TEST_CASE("flash_attention_tuned: grouped heads (GQA, MQA)", "[day10][flash_tuned][quick]") {
+  run_grid("flash_tuned_gqa", {
+      {2, 8, 67, 67, 64, true, "GQA 8/2, causal, tails", 2},
+      {1, 8, 100, 100, 32, false, "MQA 8/1", 1},
+      {2, 12, 33, 150, 128, true, "GQA 12/4, Nq < Nk, D=128", 4},
+      {1, 32, 130, 130, 64, false, "GQA 32/8", 8},
+      {1, 40, 17, 17, 64, true, "MHA 40/40", 40},
   });
 }
 
@@ -97,7 +113,7 @@ TEST_CASE("flash_attention: long sequences (2048)", "[day06][flash_attention]") 
 // the kernel's softmax arithmetic. (With an arbitrary scale, merely rounding a logit near 1e3 to
 // fp32 moves it by up to 3e-5, and two nearly tied keys then swap weight beyond the tolerance:
 // a property of fp32, not of the kernel.)
-TEST_CASE("flash_attention: logits of magnitude 1e3 stay finite and exact", "[day06][flash_attention][quick]") {
+TEST_CASE("flash_attention_tuned: logits of magnitude 1e3 stay finite and exact", "[day10][flash_tuned][quick]") {
   const std::vector<Case> cases{{1, 2, 150, 150, 64, false, "large logits"},
                                 {1, 2, 150, 150, 64, true, "large logits, causal"},
                                 {1, 1, 40, 300, 64, true, "large logits, Nq < Nk"}};
@@ -114,7 +130,7 @@ TEST_CASE("flash_attention: logits of magnitude 1e3 stay finite and exact", "[da
   }
 }
 
-TEST_CASE("flash_attention rejects bad arguments before launching anything", "[day06][flash_attention][args][quick]") {
+TEST_CASE("flash_attention_tuned rejects bad arguments before launching anything", "[day10][flash_tuned][args][quick]") {
   const AttentionParams good = make_params(1, 2, 8, 8, 64, false);
   DeviceBuffer<float> q(size_t(good.q_elems())), o(size_t(good.o_elems()));
   q.fill_zero();
@@ -132,7 +148,8 @@ TEST_CASE("flash_attention rejects bad arguments before launching anything", "[d
   COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention_tuned(x + 1, x, x, o.data(), good));  // not 16-byte aligned
   COURSE_CHECK_INVALID_ARGUMENT("batch", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.batch = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("heads_q", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.heads_q = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.heads_kv = 1; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.heads_kv = 3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.heads_kv = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("seq_q", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.seq_q = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("seq_k", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.seq_k = -3; })));
   COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_tuned(x, x, x, o.data(), with([](auto& p) { p.head_dim = 48; })));

@@ -1,15 +1,21 @@
-// Day 06 · Exercise 02 · flash attention in fp32: tiled online softmax, register-tiled FFMA.
-// Lesson: day06-attention/README.md, section "02 · flash attention". Test: make test EX=02_flash_attention
+// Day 10 · Exercise 01 · flash attention tuned (fp32): register tiling, padded smem, cp.async, exact exp2.
+// Lesson: day10-optimizations/01_flash_tuned.md. Test: make test EX=01_flash_tuned
 //
-// One thread block owns one query tile Q_i (BR rows) of one (batch, head) and walks over the key
-// tiles K_j, V_j (BC rows each), keeping the running row max m_i, row sum ℓ_i and output O_i in
-// registers. The Nq × Nk score matrix never exists in memory: only one BR × BC tile of it, P_ij,
-// passes through shared memory.
+// The day-06 kernel (one thread per query row, plain loads) made the algorithm visible; this one
+// makes it fast. Same algorithm: one thread block owns one query tile Q_i (BR rows) of one
+// (batch, query head) and walks over the key tiles K_j, V_j (BC rows each), keeping the running
+// row max m_i, row sum ℓ_i and output O_i in registers. What changes is who computes what:
 //
-// Thread layout: 16 lanes ("tx", half a warp) share a group of TM query rows ("ty").
-//   S_ij:  a thread computes TM rows × TN keys, keys tx, tx+16, tx+32, ... (strided, see LDK)
-//   O_i:   a thread accumulates TM rows × DN = D/16 output columns
-// so every statistic of a row lives in 16 lanes of one warp and is combined with shuffles.
+//   * a team of kLanesPerRow = 16 lanes (half a warp) shares kRowsPerThread query rows; each
+//     thread computes kRowsPerThread × kKeysPerThread scores of S_ij (keys lane, lane+16, ...)
+//     and accumulates kRowsPerThread × kColsPerThread outputs of O_i, so every value it loads
+//     from shared memory feeds several FMAs (the FMA-to-load ratio sets the speed);
+//   * rows of K and P are padded by 4 floats so a team's float4 loads hit distinct banks;
+//   * K_{j+1} and V_j are copied with cp.async while S_ij and P_ij·V_j are computed;
+//   * exp is exp2 of a rearranged argument that loses no digits (logits of 1e3 stay exact).
+// Every statistic of a row lives in the 16 lanes of one team and is combined with shuffles.
+// Grouped-query attention comes for free: query head h reads KV head h / G, and the G query
+// heads of a group find the same K/V tiles in L2.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -19,30 +25,33 @@
 #include "check_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
+#include "smem_limit.h"
 
 namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Tile shape. BR = query rows per block, BC = keys per tile, TM = query rows per thread.
-template <int D_, int BR_, int BC_, int TM_>
+// Tile shape, from the paper: BR query rows per block, BC keys per tile; the rest is derived.
+template <int D_, int BR_, int BC_, int RowsPerThread_>
 struct FlashConfig {
-  static constexpr int D = D_, BR = BR_, BC = BC_, TM = TM_;
-  static constexpr int TX = 16;            // lanes that share a row: half a warp
-  static constexpr int TY = BR / TM;       // row groups per block
-  static constexpr int THREADS = TX * TY;
-  static constexpr int TN = BC / TX;       // keys of S_ij per thread
-  static constexpr int DN = D / TX;        // columns of O_i per thread
-  static constexpr int VW = DN < 4 ? DN : 4;  // vector width of V reads and O writes
-  // Leading dimensions in shared memory (floats). Lanes tx = 0..7 read K rows tx, tx+1, ... at
-  // the same column; a pad of 4 floats moves consecutive rows by one 16-byte bank group, so one
-  // float4 load per lane is conflict-free. Ps is written the same way (one row per key). Q is
-  // read by broadcast (all 16 lanes of a row group load the same address) and V along a row,
-  // so neither needs a pad.
+  static constexpr int D = D_, BR = BR_, BC = BC_;
+  static constexpr int kRowsPerThread = RowsPerThread_;        // query rows one thread owns
+  static constexpr int kLanesPerRow = 16;                       // a team: half a warp shares rows
+  static constexpr int kTeams = BR / kRowsPerThread;            // teams per block
+  static constexpr int kThreads = kLanesPerRow * kTeams;
+  static constexpr int kKeysPerThread = BC / kLanesPerRow;      // keys of S_ij per thread
+  static constexpr int kColsPerThread = D / kLanesPerRow;       // columns of O_i per thread
+  static constexpr int kVecWidth = kColsPerThread < 4 ? kColsPerThread : 4;  // floats per V read / O write
+  // Leading dimensions in shared memory (floats). Lanes 0..7 of a team read K rows lane,
+  // lane+1, ... at the same column; a pad of 4 floats moves consecutive rows by one 16-byte bank
+  // group, so one float4 load per lane is conflict-free. Ps is written the same way (one row per
+  // key). Q is read by broadcast (all 16 lanes of a team load the same address) and V along a
+  // row, so neither needs a pad.
   static constexpr int LDQ = D, LDK = D + 4, LDV = D, LDP = BR + 4;
   static constexpr size_t kSmemBytes = sizeof(float) * size_t(BR * LDQ + BC * LDK + BC * LDV + BC * LDP);
-  static_assert(BR % TM == 0 && TM % 4 == 0, "TM rows per thread, read as float4");
-  static_assert(BC % TX == 0 && D % TX == 0 && DN % VW == 0, "tile must split over 16 lanes");
+  static_assert(BR % kRowsPerThread == 0 && kRowsPerThread % 4 == 0, "a thread's rows are read as float4");
+  static_assert(BC % kLanesPerRow == 0 && D % kLanesPerRow == 0 && kColsPerThread % kVecWidth == 0,
+                "a tile must split evenly over the 16 lanes of a team");
 };
 
 // Stage rows [row0, row0 + ROWS) of a [n_rows, D] matrix into shared memory (leading dimension
@@ -51,7 +60,7 @@ struct FlashConfig {
 template <class C, int ROWS, int LD>
 __device__ __forceinline__ void load_tile(float* dst, const float* src, int row0, int n_rows) {
   constexpr int kChunksPerRow = C::D / 4;
-  for (int idx = threadIdx.x; idx < ROWS * kChunksPerRow; idx += C::THREADS) {
+  for (int idx = threadIdx.x; idx < ROWS * kChunksPerRow; idx += C::kThreads) {
     const int r = idx / kChunksPerRow, c4 = (idx % kChunksPerRow) * 4;
     const bool valid = row0 + r < n_rows;
     copy16(dst + r * LD + c4, valid ? src + int64_t(row0 + r) * C::D + c4 : src, valid);
@@ -59,26 +68,29 @@ __device__ __forceinline__ void load_tile(float* dst, const float* src, int row0
 }
 
 template <class C>
-__global__ void __launch_bounds__(C::THREADS)
+__global__ void __launch_bounds__(C::kThreads)
 flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                       const float* __restrict__ v, float* __restrict__ o, int heads, int seq_q,
-                       int seq_k, float scale, bool causal) {
-  constexpr int D = C::D, BR = C::BR, BC = C::BC, TM = C::TM, TN = C::TN, TX = C::TX;
-  constexpr int DN = C::DN, VW = C::VW;
+                       const float* __restrict__ v, float* __restrict__ o, int heads, int group,
+                       int seq_q, int seq_k, float scale, bool causal) {
+  constexpr int D = C::D, BR = C::BR, BC = C::BC;
+  constexpr int kRowsPerThread = C::kRowsPerThread, kKeysPerThread = C::kKeysPerThread;
+  constexpr int kLanesPerRow = C::kLanesPerRow, kColsPerThread = C::kColsPerThread, kVecWidth = C::kVecWidth;
   extern __shared__ float4 smem_f4[];  // float4: 16-byte alignment for the vector accesses
   float* Qs = reinterpret_cast<float*>(smem_f4);  // Q_i   [BR][LDQ]
   float* Ks = Qs + BR * C::LDQ;                    // K_j   [BC][LDK]
   float* Vs = Ks + BC * C::LDK;                    // V_j   [BC][LDV]
   float* Ps = Vs + BC * C::LDV;                    // P_ijᵀ [BC][LDP]: key-major, so a thread reads
-                                                   // its TM rows of one key as float4s
-  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+                                                   // its kRowsPerThread rows of one key as float4s
+  const int lane = threadIdx.x % kLanesPerRow, team = threadIdx.x / kLanesPerRow;
   // Reverse order: under a causal mask the last query tiles have the most keys; starting them
   // first keeps the tail of the grid short.
   const int q0 = (gridDim.x - 1 - blockIdx.x) * BR;
-  const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;
+  const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;  // (batch, query head)
+  // GQA: query head h of batch b reads KV head h / G, i.e. flat KV index (b·Hq + h) / G.
+  const int64_t bh_kv = bh / group;
   const float* q_bh = q + bh * seq_q * D;
-  const float* k_bh = k + bh * seq_k * D;  // MHA: query head h reads KV head h
-  const float* v_bh = v + bh * seq_k * D;
+  const float* k_bh = k + bh_kv * seq_k * D;
+  const float* v_bh = v + bh_kv * seq_k * D;
   float* o_bh = o + bh * seq_q * D;
   const int off = seq_k - seq_q;  // bottom-right alignment: row i sees keys j <= i + off
 
@@ -91,15 +103,15 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
     n_kv_tiles = last_key < 0 ? 0 : min(n_kv_tiles, last_key / BC + 1);
   }
 
-  float o_acc[TM][DN];  // O_i, unnormalised
-  float m_i[TM];        // running row max of the scaled scores
-  float l_i[TM];        // running row sum of exp2(s - m_i), this thread's keys only
+  float o_acc[kRowsPerThread][kColsPerThread];  // O_i, unnormalised
+  float m_i[kRowsPerThread];        // running row max of the scaled scores
+  float l_i[kRowsPerThread];        // running row sum of exp2(s - m_i), this thread's keys only
 #pragma unroll
-  for (int m = 0; m < TM; ++m) {
+  for (int m = 0; m < kRowsPerThread; ++m) {
     m_i[m] = -INFINITY;
     l_i[m] = 0.f;
 #pragma unroll
-    for (int d = 0; d < DN; ++d) o_acc[m][d] = 0.f;
+    for (int d = 0; d < kColsPerThread; ++d) o_acc[m][d] = 0.f;
   }
 
   load_tile<C, BR, C::LDQ>(Qs, q_bh, q0, seq_q);
@@ -115,19 +127,19 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
     load_tile<C, BC, C::LDV>(Vs, v_bh, kv0, seq_k);  // V_j arrives while S_ij is computed
     cp_async_commit();
 
-    // S_ij = Q_i K_jᵀ: TM × TN dot products per thread, four columns of D per step.
-    float s[TM][TN] = {};
+    // S_ij = Q_i K_jᵀ: kRowsPerThread × kKeysPerThread dot products per thread, four columns of D per step.
+    float s[kRowsPerThread][kKeysPerThread] = {};
 #pragma unroll
     for (int kk = 0; kk < D; kk += 4) {
-      float4 qf[TM], kf[TN];
+      float4 qf[kRowsPerThread], kf[kKeysPerThread];
 #pragma unroll
-      for (int m = 0; m < TM; ++m) qf[m] = *reinterpret_cast<const float4*>(&Qs[(ty * TM + m) * C::LDQ + kk]);
+      for (int m = 0; m < kRowsPerThread; ++m) qf[m] = *reinterpret_cast<const float4*>(&Qs[(team * kRowsPerThread + m) * C::LDQ + kk]);
 #pragma unroll
-      for (int n = 0; n < TN; ++n) kf[n] = *reinterpret_cast<const float4*>(&Ks[(tx + n * TX) * C::LDK + kk]);
+      for (int n = 0; n < kKeysPerThread; ++n) kf[n] = *reinterpret_cast<const float4*>(&Ks[(lane + n * kLanesPerRow) * C::LDK + kk]);
 #pragma unroll
-      for (int m = 0; m < TM; ++m)
+      for (int m = 0; m < kRowsPerThread; ++m)
 #pragma unroll
-        for (int n = 0; n < TN; ++n) {
+        for (int n = 0; n < kKeysPerThread; ++n) {
           s[m][n] = fmaf(qf[m].x, kf[n].x, s[m][n]);
           s[m][n] = fmaf(qf[m].y, kf[n].y, s[m][n]);
           s[m][n] = fmaf(qf[m].z, kf[n].z, s[m][n]);
@@ -143,12 +155,12 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
     // Only tiles that straddle one of the two boundaries need the per-element test.
     const bool need_mask = kv0 + BC > seq_k || (causal && kv0 + BC - 1 > q0 + off);
 #pragma unroll
-    for (int m = 0; m < TM; ++m) {
-      const int i = q0 + ty * TM + m;
+    for (int m = 0; m < kRowsPerThread; ++m) {
+      const int i = q0 + team * kRowsPerThread + m;
       float row_max = -INFINITY;
 #pragma unroll
-      for (int n = 0; n < TN; ++n) {
-        const int key = kv0 + tx + n * TX;
+      for (int n = 0; n < kKeysPerThread; ++n) {
+        const int key = kv0 + lane + n * kLanesPerRow;
         float x = s[m][n] * scale;
         if (need_mask && (key >= seq_k || (causal && key > i + off))) x = -INFINITY;
         s[m][n] = x;
@@ -156,7 +168,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       }
       // The row's 16 lanes agree on the tile max (xor butterflies stay inside the half warp).
 #pragma unroll
-      for (int w = TX / 2; w >= 1; w /= 2) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, w));
+      for (int w = kLanesPerRow / 2; w >= 1; w /= 2) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, w));
       const float m_new = fmaxf(m_i[m], row_max);
       // Nothing visible yet: m_new is -inf and exp2(-inf - -inf) would be NaN. Subtracting 0
       // instead gives p = exp2(-inf) = 0 and alpha = 0 on l = O = 0: the row stays empty.
@@ -170,38 +182,38 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       m_i[m] = m_new;
       float row_sum = 0.f;
 #pragma unroll
-      for (int n = 0; n < TN; ++n) {
+      for (int n = 0; n < kKeysPerThread; ++n) {
         s[m][n] = exp2f(fmaf(s[m][n], kLog2e, -m_log2));  // P_ij
         row_sum += s[m][n];
       }
       l_i[m] = l_i[m] * alpha + row_sum;
 #pragma unroll
-      for (int d = 0; d < DN; ++d) o_acc[m][d] *= alpha;
+      for (int d = 0; d < kColsPerThread; ++d) o_acc[m][d] *= alpha;
     }
     // P_ij -> shared memory, transposed: each float4 holds 4 consecutive rows of one key.
 #pragma unroll
-    for (int n = 0; n < TN; ++n)
+    for (int n = 0; n < kKeysPerThread; ++n)
 #pragma unroll
-      for (int m = 0; m < TM; m += 4)
-        *reinterpret_cast<float4*>(&Ps[(tx + n * TX) * C::LDP + ty * TM + m]) =
+      for (int m = 0; m < kRowsPerThread; m += 4)
+        *reinterpret_cast<float4*>(&Ps[(lane + n * kLanesPerRow) * C::LDP + team * kRowsPerThread + m]) =
             make_float4(s[m][n], s[m + 1][n], s[m + 2][n], s[m + 3][n]);
     cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
     // (C) all of P_ij is written and all of V_j is visible to every thread.
     __syncthreads();
 
-    // O_i += P_ij V_j: per key, TM probabilities times DN values of V.
+    // O_i += P_ij V_j: per key, kRowsPerThread probabilities times kColsPerThread values of V.
 #pragma unroll 8
     for (int c = 0; c < BC; ++c) {
-      float p[TM], vv[DN];
+      float p[kRowsPerThread], vv[kColsPerThread];
 #pragma unroll
-      for (int m = 0; m < TM; m += 4) {
-        const float4 pf = *reinterpret_cast<const float4*>(&Ps[c * C::LDP + ty * TM + m]);
+      for (int m = 0; m < kRowsPerThread; m += 4) {
+        const float4 pf = *reinterpret_cast<const float4*>(&Ps[c * C::LDP + team * kRowsPerThread + m]);
         p[m] = pf.x, p[m + 1] = pf.y, p[m + 2] = pf.z, p[m + 3] = pf.w;
       }
 #pragma unroll
-      for (int e = 0; e < DN; e += VW) {
-        const float* src = &Vs[c * C::LDV + e * TX + tx * VW];
-        if constexpr (VW == 4) {
+      for (int e = 0; e < kColsPerThread; e += kVecWidth) {
+        const float* src = &Vs[c * C::LDV + e * kLanesPerRow + lane * kVecWidth];
+        if constexpr (kVecWidth == 4) {
           const float4 t = *reinterpret_cast<const float4*>(src);
           vv[e] = t.x, vv[e + 1] = t.y, vv[e + 2] = t.z, vv[e + 3] = t.w;
         } else {
@@ -210,9 +222,9 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
         }
       }
 #pragma unroll
-      for (int m = 0; m < TM; ++m)
+      for (int m = 0; m < kRowsPerThread; ++m)
 #pragma unroll
-        for (int d = 0; d < DN; ++d) o_acc[m][d] = fmaf(p[m], vv[d], o_acc[m][d]);
+        for (int d = 0; d < kColsPerThread; ++d) o_acc[m][d] = fmaf(p[m], vv[d], o_acc[m][d]);
     }
   }
   cp_async_wait<0>();
@@ -220,17 +232,17 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
   // Epilogue: each lane summed only its own keys; the row's 16 lanes add up to ℓ_i. A row that
   // saw no key has ℓ_i = 0 and O_i = 0 and is written as zeros.
 #pragma unroll
-  for (int m = 0; m < TM; ++m) {
+  for (int m = 0; m < kRowsPerThread; ++m) {
     float l = l_i[m];
 #pragma unroll
-    for (int w = TX / 2; w >= 1; w /= 2) l += __shfl_xor_sync(0xffffffffu, l, w);
+    for (int w = kLanesPerRow / 2; w >= 1; w /= 2) l += __shfl_xor_sync(0xffffffffu, l, w);
     const float inv_l = l > 0.f ? 1.f / l : 0.f;
-    const int i = q0 + ty * TM + m;
+    const int i = q0 + team * kRowsPerThread + m;
     if (i >= seq_q) continue;  // padding row of the last, partial query tile
 #pragma unroll
-    for (int e = 0; e < DN; e += VW) {
-      float* dst = &o_bh[int64_t(i) * D + e * TX + tx * VW];
-      if constexpr (VW == 4) {
+    for (int e = 0; e < kColsPerThread; e += kVecWidth) {
+      float* dst = &o_bh[int64_t(i) * D + e * kLanesPerRow + lane * kVecWidth];
+      if constexpr (kVecWidth == 4) {
         *reinterpret_cast<float4*>(dst) = make_float4(o_acc[m][e] * inv_l, o_acc[m][e + 1] * inv_l,
                                                       o_acc[m][e + 2] * inv_l, o_acc[m][e + 3] * inv_l);
       } else {
@@ -248,13 +260,13 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
   const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
-  kernel<<<grid, C::THREADS, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.seq_q, p.seq_k,
-                                                       p.softmax_scale(), p.causal);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.group_size(), p.seq_q,
+                                                        p.seq_k, p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
 // Launches the first configuration whose shared memory fits this GPU (the last one is the
-// fallback). Tile shapes measured on an H100 (lesson: "02 · What to measure"); the smaller ones
+// fallback). Tile shapes measured on an H100 (lesson: "Tile shapes per GPU"); the smaller ones
 // fit the 99 KiB of consumer GPUs and the 64 KiB of Turing.
 template <class First, class... Rest>
 void launch_first_fitting(int smem_limit, const float* q, const float* k, const float* v, float* o,
@@ -290,17 +302,17 @@ void flash_attention_tuned(const float* q, const float* k, const float* v, float
   course::require_positive(p.heads_q, fn, "heads_q");
   course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
   course::require_positive(p.heads_kv, fn, "heads_kv");
-  course::require(p.heads_kv == p.heads_q, fn, "heads_kv", "must equal heads_q (GQA is exercise 03)");
+  course::require(p.heads_kv <= p.heads_q && p.heads_q % p.heads_kv == 0, fn, "heads_kv",
+                  "must divide heads_q (got heads_q=" + std::to_string(p.heads_q) +
+                      ", heads_kv=" + std::to_string(p.heads_kv) + ")");
   course::require_positive(p.seq_q, fn, "seq_q");
   course::require_positive(p.seq_k, fn, "seq_k");
   course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
-  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
+  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
 
-  int device = 0, smem_limit = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  switch (p.head_dim) {  // FlashConfig<D, BR, BC, TM>
+  const int smem_limit = course::smem_limit_per_block();
+  switch (p.head_dim) {  // FlashConfig<D, BR, BC, kRowsPerThread>
     case 32:
       launch_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, q, k, v, o, p, stream);
       break;
