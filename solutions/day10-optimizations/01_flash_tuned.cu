@@ -97,11 +97,13 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
   // Key tiles to visit. Causal: stop after the tile holding the last key that the tile's last
   // real row can see; tiles above the diagonal are skipped whole. A tile whose rows see no key
   // at all (i + off < 0 for every row) visits none and writes zeros.
+  // snippet-begin: causal-tile-range
   int n_kv_tiles = (seq_k + BC - 1) / BC;
   if (causal) {
     const int last_key = min(q0 + BR, seq_q) - 1 + off;
     n_kv_tiles = last_key < 0 ? 0 : min(n_kv_tiles, last_key / BC + 1);
   }
+  // snippet-end: causal-tile-range
 
   float o_acc[kRowsPerThread][kColsPerThread];  // O_i, unnormalised
   float m_i[kRowsPerThread];        // running row max of the scaled scores
@@ -151,6 +153,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
     if (j + 1 < n_kv_tiles) load_tile<C, BC, C::LDK>(Ks, k_bh, kv0 + BC, seq_k);
     cp_async_commit();  // possibly empty: keeps the group count the same every iteration
 
+    // snippet-begin: mask-and-online-softmax
     // Masks: keys past seq_k (the partial last tile) and, causal, keys above the diagonal.
     // Only tiles that straddle one of the two boundaries need the per-element test.
     const bool need_mask = kv0 + BC > seq_k || (causal && kv0 + BC - 1 > q0 + off);
@@ -190,6 +193,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
 #pragma unroll
       for (int d = 0; d < kColsPerThread; ++d) o_acc[m][d] *= alpha;
     }
+    // snippet-end: mask-and-online-softmax
     // P_ij -> shared memory, transposed: each float4 holds 4 consecutive rows of one key.
 #pragma unroll
     for (int n = 0; n < kKeysPerThread; ++n)
