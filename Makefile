@@ -5,6 +5,7 @@
 #   make check                CPU tests + every solution passes + every wrong variant is rejected
 #   make check-skeletons      the exercise contract (see tools/check_skeletons.py)
 #   make hint EX=<id> [LEVEL=n]  the n-th hint (1 nudge, 2 approach, 3 near-solution)
+#   make show-bug EX=<id> [BUG=<bug>]  the exercise's wrong variants; with BUG, that one's patch
 #   make bench                time every solution kernel (checked first) against measured roofs
 #   make compare EX=<id>      YOUR kernel next to the solution: both checked, time, ratio
 #   make plot                 charts (PNG) from the last make bench (needs matplotlib)
@@ -23,7 +24,7 @@ CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release $(if $(CUDA_ARCH),"-DCMAKE_CUDA_ARCHITE
 CTEST      := ctest --test-dir $(BUILD) --output-on-failure
 EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
 
-.PHONY: all build configure test check check-skeletons hint bench compare plot clean help list
+.PHONY: all build configure test check check-skeletons hint show-bug bench compare plot clean help list
 
 all: build
 
@@ -63,6 +64,9 @@ check-skeletons: build
 
 hint:
 	@python3 tools/hint.py "$(EX)" $(or $(LEVEL),1)
+
+show-bug:
+	@python3 tools/show_bug.py "$(EX)" $(BUG)
 
 # Benchmarks (bench/README.md). Results go to bench/results/ (git-ignored).
 BENCH_ARGS ?=

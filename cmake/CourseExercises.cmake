@@ -4,7 +4,10 @@
 #   <day>/<id>.h                              the contract: launcher signature, layouts, limits
 #   <day>/<id>.cu                             the learner's skeleton          -> bin/ex_<id>
 #   solutions/<day>/<id>.cu                   the reference solution         -> bin/sol_<id>
-#   solutions/wrong/<day>/<id>__<bug>.cu      deliberately wrong variants    -> bin/wrong_<id>__<bug>
+#   solutions/wrong/<day>/<id>__<bug>.patch   deliberately wrong variants    -> bin/wrong_<id>__<bug>
+#                                             (a prose preamble + a unified diff against the
+#                                             solution; tools/apply_patch.py writes the patched
+#                                             source to <build>/wrong/<day>/<id>__<bug>.cu)
 #   <day>/tests/test_<id>.cpp                 the test, compiled ONCE into an object library and
 #                                             linked against each implementation above
 #
@@ -18,6 +21,9 @@
 #
 # Per-exercise options go in <day>/exercises.cmake:
 #   course_exercise_options(<id> MIN_SM 80 TIMEOUT 300)
+
+# Wrong variants are patches applied at build time by a stdlib-only script (no patch(1) needed).
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
 
 set(COURSE_DEFAULT_TEST_TIMEOUT 180 CACHE STRING "CTest timeout (seconds) of one test binary")
 set(COURSE_BIN_DIR "${CMAKE_BINARY_DIR}/bin")
@@ -60,7 +66,7 @@ function(course_add_exercise day id)
   set(skeleton "${day_dir}/${id}.cu")
   set(solution "${PROJECT_SOURCE_DIR}/solutions/${day}/${id}.cu")
   set(test_src "${day_dir}/tests/test_${id}.cpp")
-  file(GLOB wrongs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/solutions/wrong/${day}/${id}__*.cu")
+  file(GLOB wrongs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/solutions/wrong/${day}/${id}__*.patch")
   list(SORT wrongs)
   foreach(required IN ITEMS "${day_dir}/${id}.h" "${solution}" "${test_src}")
     if(NOT EXISTS "${required}")
@@ -104,7 +110,17 @@ function(course_add_exercise day id)
   set(impls "skeleton|${skeleton}|ex_${id}|exercise" "solution|${solution}|sol_${id}|solution")
   foreach(w IN LISTS wrongs)
     get_filename_component(stem "${w}" NAME_WE)
-    list(APPEND impls "wrong|${w}|wrong_${stem}|wrong")
+    # The patched source lives in the build tree; a patch that no longer applies fails this
+    # step with a message naming the patch, the hunk and the first line that differs.
+    set(applied "${CMAKE_BINARY_DIR}/wrong/${day}/${stem}.cu")
+    add_custom_command(
+      OUTPUT "${applied}"
+      COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/tools/apply_patch.py" "${w}" "${applied}"
+              --root "${PROJECT_SOURCE_DIR}"
+      DEPENDS "${w}" "${solution}" "${PROJECT_SOURCE_DIR}/tools/apply_patch.py"
+      COMMENT "Applying solutions/wrong/${day}/${stem}.patch"
+      VERBATIM)
+    list(APPEND impls "wrong|${applied}|wrong_${stem}|wrong")
   endforeach()
 
   foreach(entry IN LISTS impls)

@@ -20,6 +20,8 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import apply_patch  # noqa: E402
 MAX_WRONG_DIFF = 40
 
 
@@ -62,8 +64,8 @@ def main():
         for need in (skeleton.with_suffix(".h"), skeleton.parent / "tests" / f"test_{ex}.cpp", solution):
             if not need.exists():
                 problems.append(f"{rel}: missing {need.relative_to(ROOT)}")
-        if not list((ROOT / "solutions" / "wrong" / day).glob(f"{ex}__*.cu")):
-            problems.append(f"{rel}: no wrong variant solutions/wrong/{day}/{ex}__<bug>.cu")
+        if not list((ROOT / "solutions" / "wrong" / day).glob(f"{ex}__*.patch")):
+            problems.append(f"{rel}: no wrong variant solutions/wrong/{day}/{ex}__<bug>.patch")
         todos = skeleton.read_text().count("TODO")
         if todos == 0:
             problems.append(f"{rel}: no TODO left (is a solution sitting in the skeleton?)")
@@ -74,28 +76,24 @@ def main():
                                 f"{solution.relative_to(ROOT)}: {miss[1]!r} -- a solution may only "
                                 f"add lines or replace TODO lines")
         print(f"  {'ok ' if not any(p.startswith(str(rel)) for p in problems) else 'BAD'} {rel} ({todos} TODOs)")
-    for wrong in sorted(ROOT.glob("solutions/wrong/day*/*.cu")):
-        ex = wrong.stem.split("__")[0]
-        rel = wrong.relative_to(ROOT)
-        if "__" not in wrong.stem or not (ROOT / wrong.parent.name / f"{ex}.cu").exists():
-            problems.append(f"{rel}: not named <exercise>__<bug>.cu after an existing exercise")
+    for wrong in sorted(ROOT.glob("solutions/wrong/day*/*.patch")):
+        try:
+            patch, _, _, _ = apply_patch.load_and_apply(wrong, ROOT)
+        except apply_patch.PatchError as e:
+            problems.append(str(e))
             continue
-        solution = ROOT / "solutions" / wrong.parent.name / f"{ex}.cu"
-        if solution.exists():
-            diff = [l for l in difflib.unified_diff(solution.read_text().splitlines(),
-                                                    wrong.read_text().splitlines(), lineterm="", n=0)
-                    if l[:1] in "+-" and not l.startswith(("+++", "---"))]
-            if not diff:
-                problems.append(f"{rel}: identical to its solution (where is the bug?)")
-            elif len(diff) > MAX_WRONG_DIFF:
-                problems.append(f"{rel}: {len(diff)} lines differ from {solution.relative_to(ROOT)} "
-                                f"(more than {MAX_WRONG_DIFF}): re-derive it from the current solution")
+        if patch.changed_lines() > MAX_WRONG_DIFF:
+            problems.append(f"{wrong.relative_to(ROOT)}: changes {patch.changed_lines()} lines (more "
+                            f"than {MAX_WRONG_DIFF}): plant one bug, not a rewrite")
+    for wrong in sorted(ROOT.glob("solutions/wrong/day*/*.cu")):
+        problems.append(f"{wrong.relative_to(ROOT)}: wrong variants are patches now: "
+                        "make it solutions/wrong/<day>/<id>__<bug>.patch (tools/apply_patch.py)")
     if problems:
         print("\nskeleton contract violated:")
         for p in problems:
             print("  - " + p)
         return 1
-    wrongs = len(list(ROOT.glob("solutions/wrong/day*/*.cu")))
+    wrongs = len(list(ROOT.glob("solutions/wrong/day*/*.patch")))
     print(f"skeleton contract: {checked} exercises ok, {wrongs} wrong variants each a small diff of its solution")
     return 0
 
