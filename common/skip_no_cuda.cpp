@@ -1,10 +1,18 @@
-// Stands in for every GPU test when no CUDA compiler was found at configure time, so CTest
-// reports them as Skipped (with this reason) instead of silently not listing them.
+// Stands in for a GPU test that this build cannot run, so CTest reports it as Skipped with the
+// reason instead of silently not listing it:
+//   course_skip_no_cuda <test name>            no CUDA compiler at configure time
+//   course_skip_no_cuda <test name> <reason>   any other reason (e.g. no target architecture
+//                                              of this build is new enough for the exercise)
 #include <cstdio>
 
 int main(int argc, char** argv) {
-  std::printf("SKIPPED %s: no CUDA compiler (nvcc) was found when the build was configured, so "
-              "the GPU tests were not built. Install the CUDA toolkit and reconfigure.\n",
-              argc > 1 ? argv[1] : "");
+  const char* name = argc > 1 ? argv[1] : "";
+  if (argc > 2) {
+    std::printf("SKIPPED %s: %s\n", name, argv[2]);
+  } else {
+    std::printf("SKIPPED %s: no CUDA compiler (nvcc) was found when the build was configured, so "
+                "the GPU tests were not built. Install the CUDA toolkit and reconfigure.\n",
+                name);
+  }
   return 77;
 }
