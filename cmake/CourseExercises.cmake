@@ -28,6 +28,41 @@ find_package(Python3 COMPONENTS Interpreter REQUIRED)
 set(COURSE_DEFAULT_TEST_TIMEOUT 180 CACHE STRING "CTest timeout (seconds) of one test binary")
 set(COURSE_BIN_DIR "${CMAKE_BINARY_DIR}/bin")
 
+# Wrong variants exist to be RUN on a GPU (each must fail its test). A build configured where no
+# GPU is visible (CI, a laptop) cannot run them, so by default it only applies their patches
+# (a patch that no longer applies still fails the build) and registers their tests as Skipped:
+# compiling dozens of kernel copies for three architectures would triple CI's build time and
+# check nothing the solution's own build does not. -DCOURSE_BUILD_WRONG_VARIANTS=ON overrides.
+if(COURSE_NO_GPU_AT_CONFIGURE)
+  set(_course_wrong_default OFF)
+else()
+  set(_course_wrong_default ON)
+endif()
+option(COURSE_BUILD_WRONG_VARIANTS "Compile the wrong variants (they need a GPU to be checked)"
+       ${_course_wrong_default})
+
+# The architectures of this build that are at least min_sm ("75;80;90" and 80 -> "80;90"), so an
+# exercise that needs sm_80 instructions (mma.sync with bf16, cp.async) is never compiled for an
+# older target. `native` is resolved to the GPUs CMake detected.
+function(_course_archs_at_least min_sm out)
+  set(archs "${CMAKE_CUDA_ARCHITECTURES}")
+  if(archs STREQUAL "native" AND CMAKE_CUDA_ARCHITECTURES_NATIVE)
+    set(archs "${CMAKE_CUDA_ARCHITECTURES_NATIVE}")
+  endif()
+  if(archs MATCHES "^(native|all|all-major)$")
+    set(${out} "${archs}" PARENT_SCOPE)  # unknown at configure time: leave it to the runtime skip
+    return()
+  endif()
+  set(kept "")
+  foreach(a IN LISTS archs)
+    string(REGEX MATCH "^[0-9]+" num "${a}")
+    if(num AND num GREATER_EQUAL min_sm)
+      list(APPEND kept "${a}")
+    endif()
+  endforeach()
+  set(${out} "${kept}" PARENT_SCOPE)
+endfunction()
+
 function(course_exercise_options id)
   cmake_parse_arguments(ARG "" "MIN_SM;TIMEOUT" "" ${ARGN})
   if(ARG_MIN_SM)
@@ -83,10 +118,19 @@ function(course_add_exercise day id)
     set(timeout ${COURSE_DEFAULT_TEST_TIMEOUT})
   endif()
 
-  if(NOT COURSE_HAVE_CUDA)
-    # No nvcc: nothing GPU-side can be built. Register the same test names so CTest shows
-    # each one as Skipped with the reason, instead of silently testing less.
-    set(skip_cmd $<TARGET_FILE:course_skip_no_cuda> "${day_label}/${id}")
+  set(skip_reason "")
+  set(archs "${CMAKE_CUDA_ARCHITECTURES}")
+  if(COURSE_HAVE_CUDA AND min_sm GREATER 0)
+    _course_archs_at_least(${min_sm} archs)
+    if(archs STREQUAL "")
+      set(skip_reason "needs sm_${min_sm} or newer; this build targets CUDA_ARCH=${CMAKE_CUDA_ARCHITECTURES} only")
+    endif()
+  endif()
+
+  if(NOT COURSE_HAVE_CUDA OR NOT skip_reason STREQUAL "")
+    # Nothing GPU-side can be built for this exercise. Register the same test names so CTest
+    # shows each one as Skipped with the reason, instead of silently testing less.
+    set(skip_cmd $<TARGET_FILE:course_skip_no_cuda> "${day_label}/${id}" ${skip_reason})
     _course_add_test(${day_label}/${id}/exercise "${skip_cmd}" exercise ${day_label} ${timeout} FALSE)
     _course_add_test(${day_label}/${id}/solution "${skip_cmd}" solution ${day_label} ${timeout} FALSE)
     _course_add_test(${day_label}/${id}/skeleton_fails "${skip_cmd}" skeleton ${day_label} ${timeout} FALSE)
@@ -120,7 +164,15 @@ function(course_add_exercise day id)
       DEPENDS "${w}" "${solution}" "${PROJECT_SOURCE_DIR}/tools/apply_patch.py"
       COMMENT "Applying solutions/wrong/${day}/${stem}.patch"
       VERBATIM)
-    list(APPEND impls "wrong|${applied}|wrong_${stem}|wrong")
+    if(COURSE_BUILD_WRONG_VARIANTS)
+      list(APPEND impls "wrong|${applied}|wrong_${stem}|wrong")
+    else()
+      add_custom_target(patch_${stem} ALL DEPENDS "${applied}")
+      string(REPLACE "${id}__" "" bug "${stem}")
+      _course_add_test(${day_label}/${id}/wrong/${bug}
+        "$<TARGET_FILE:course_skip_no_cuda>;${day_label}/${id}/wrong/${bug};this build was configured where no GPU is visible, so wrong variants are only patched, not compiled (-DCOURSE_BUILD_WRONG_VARIANTS=ON compiles them)"
+        wrong ${day_label} ${timeout} FALSE)
+    endif()
   endforeach()
 
   foreach(entry IN LISTS impls)
@@ -130,6 +182,7 @@ function(course_add_exercise day id)
     list(GET parts 2 exe)
     list(GET parts 3 label)
     _course_impl_library(lib${exe} "${src}" "${day_dir}")
+    set_target_properties(lib${exe} PROPERTIES CUDA_ARCHITECTURES "${archs}")
     if(kind STREQUAL "skeleton")
       # Skeletons are unfinished by design: unused parameters are expected, not news.
       target_compile_options(lib${exe} PRIVATE

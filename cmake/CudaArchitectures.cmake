@@ -25,6 +25,8 @@ if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
   else()
     set(CMAKE_CUDA_ARCHITECTURES "${COURSE_FALLBACK_CUDA_ARCHITECTURES}" CACHE STRING
         "CUDA architectures to build for")
+    # Remembered: nothing this build compiles can be run here (see COURSE_BUILD_WRONG_VARIANTS).
+    set(COURSE_NO_GPU_AT_CONFIGURE ON CACHE INTERNAL "configured where no GPU was visible")
     message(STATUS "course: no GPU visible, compile-checking CUDA_ARCH=${CMAKE_CUDA_ARCHITECTURES}")
   endif()
 endif()
