@@ -1,0 +1,3 @@
+# Per-exercise options of day 10 (see cmake/CourseExercises.cmake, course_exercise_options).
+# 04: nvcuda::wmma needs tensor cores (sm_70, Volta, or newer).
+course_exercise_options(04_fp16_wmma MIN_SM 70)
