@@ -1,5 +1,6 @@
 // main() of every GPU test binary: skip cleanly (exit 77, CTest's SKIP_RETURN_CODE) when no
-// usable GPU is present or it is older than the exercise needs, then run the tests.
+// usable GPU is present or it is older than the exercise needs, then run the tests under the
+// watchdog (test_runtime.h), so a kernel that never finishes cannot hang the terminal.
 #include <cstdio>
 #include <string>
 
@@ -21,5 +22,5 @@ int main(int argc, char** argv) {
       std::printf("GPU: %s\n", why.c_str());
       break;
   }
-  return course::run_tests(argc, argv);
+  return course::run_tests(argc, argv, /*with_watchdog=*/true);
 }

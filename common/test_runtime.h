@@ -1,11 +1,35 @@
-// Runs the Catch2 session for every course test binary.
+// Runs the Catch2 session for every course test binary and turns what happened into an exit code.
 //
-// With COURSE_EXPECT_FAILURE=1 in the environment (set by CTest for wrong variants and for
-// the "untouched skeleton must fail" contract) the verdict is inverted: failed assertions mean
-// success, a clean pass means the tests were too weak to catch the planted bug. A crash or a
-// timeout still fails, because neither is a readable rejection.
+// The verdict counts FAILED ASSERTIONS (a Catch2 event listener sees each one), never Catch2's
+// exit code alone, because that code is also non-zero for things that are not a test result:
+//
+//   what happened                                  normal mode   COURSE_EXPECT_FAILURE=1
+//   every assertion passed                         0             1  "the tests are too weak"
+//   at least one assertion failed                  1             0  "correctly rejected"
+//   (an unexpected exception inside a test case counts as a failed assertion in Catch2)
+//   the command line was not understood            2 (error)     2 (error)
+//   no test case ran (a filter that matches none)  2 (error)     2 (error)
+//   Catch2 failed the run without a failed assertion 2 (error)   2 (error)
+//   a test case ran past COURSE_TEST_TIMEOUT s     124 (hang)    124 (hang)
+//
+// COURSE_EXPECT_FAILURE=1 is set by CTest for wrong variants and for the "untouched skeleton
+// must fail" contract. A crash, a hang or an error is never counted as a correct rejection:
+// only an assertion that looked at the output and said "wrong" is.
+//
+// The watchdog (with_watchdog) exists for GPU tests: a kernel that never finishes blocks the
+// host thread inside a CUDA call, where nothing in the test can notice. A second thread checks
+// how long the current test case has been running and ends the process with a message that
+// says which test case hung and what usually causes it. COURSE_TEST_TIMEOUT=<seconds> sets the
+// limit per test case (default 30; 0 disables it, e.g. under a debugger or compute-sanitizer).
+//
+// A GPU test binary that saw a failed assertion ends its report by suggesting
+// `make sanitize EX=<id>`: the bugs that pass or fail by luck (races, reads past a tile) are the
+// ones compute-sanitizer names exactly. The id comes from the binary's name (ex_<id>, sol_<id>,
+// wrong_<id>__<bug>).
 #pragma once
 
 namespace course {
-int run_tests(int argc, char** argv);
-}
+
+int run_tests(int argc, char** argv, bool with_watchdog = false);
+
+}  // namespace course
