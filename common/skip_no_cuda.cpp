@@ -8,10 +8,11 @@
 int main(int argc, char** argv) {
   const char* name = argc > 1 ? argv[1] : "";
   if (argc > 2) {
-    std::printf("SKIPPED %s: %s\n", name, argv[2]);
+    std::printf("SKIPPED %s: not compiled, not run: %s\n", name, argv[2]);
   } else {
-    std::printf("SKIPPED %s: no CUDA compiler (nvcc) was found when the build was configured, so "
-                "the GPU tests were not built. Install the CUDA toolkit and reconfigure.\n",
+    std::printf("SKIPPED %s: not compiled, not run: no CUDA compiler (nvcc) was found when the "
+                "build was configured. Install the CUDA toolkit and reconfigure, or run it on a "
+                "GPU (docs/colab.md)\n",
                 name);
   }
   return 77;
