@@ -1,51 +1,97 @@
 #!/usr/bin/env bash
 # Everything a maintainer runs on a GPU machine before merging, in one go:
-#   build for this GPU, make check, make check-skeletons, compute-sanitizer (memcheck and
-#   racecheck) on the [quick] tests of every solution, make bench, the PyTorch cross-check.
-# Logs go to $OUT (or ./gpu-verify-logs); the summary lines are printed at the end.
-#   usage: tools/gpu_verify.sh [--no-bench] [--no-sanitizer]
+#   1. build for this GPU, make check, make check-skeletons
+#   2. make sanitize EX=<id> SOLUTION=1 for every exercise (memcheck, racecheck, synccheck,
+#      initcheck on the [quick] cases): the same target a learner runs
+#   3. the solutions and wrong variants again at COURSE_SMEM_LIMIT=101376 (99 KiB, consumer
+#      Ampere/Ada) and 65536 (64 KiB, Turing), so the tile configurations a smaller GPU picks
+#      run here too (common/smem_limit.h)
+#   4. a second build for compute_75 as PTX only (CUDA_ARCH=75-virtual), JIT-compiled by the
+#      driver for this GPU, tested at 64 KiB: the Turing code path, without cp.async
+#      (common/cp_async.cuh), on a GPU that has it
+#   5. make bench and the PyTorch cross-check
+# Logs go to $OUT (or ./gpu-verify-logs); the summary lines are printed at the end. Exit status:
+# the number of failed steps (0 = all green).
+#   usage: tools/gpu_verify.sh [--no-bench] [--no-sanitizer] [--no-smem] [--no-sm75]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu-verify-logs}"
 mkdir -p "$out"
 arch="${CUDA_ARCH:-native}"
 jobs="${JOBS:-$(nproc)}"
-bench=1 sanitize=1
+build="${BUILD:-build}"
+build75="${build}-sm75"
+bench=1 sanitize=1 smem=1 sm75=1
 for a in "$@"; do
   case "$a" in
     --no-bench) bench=0 ;;
     --no-sanitizer) sanitize=0 ;;
+    --no-smem) smem=0 ;;
+    --no-sm75) sm75=0 ;;
+    *) echo "unknown option $a"; exit 2 ;;
   esac
 done
 summary=()
+failed=0
 note() { summary+=("$1"); echo "== $1"; }
+# The last CTest summary line of a log ("100% tests passed, 0 tests failed out of 58").
+ctest_line() { grep -E 'tests passed|tests failed' "$1" | tail -n 1; }
+# How many of those ran at all: a suite where everything was skipped is not green.
+skipped_count() { grep -c '\*\*\*Skipped\|Not Run' "$1"; }
+step() {  # step <name> <log> <command...>: runs it, notes its status and CTest line
+  local name=$1 log=$2
+  shift 2
+  "$@" > "$log" 2>&1
+  local rc=$?
+  [ $rc -ne 0 ] && failed=$((failed + 1))
+  note "$name: rc=$rc | $(ctest_line "$log") | skipped: $(skipped_count "$log")"
+}
 
-make check CUDA_ARCH="$arch" JOBS="$jobs" > "$out/check.log" 2>&1
-note "make check: rc=$? | $(grep -E 'tests passed|tests failed' "$out/check.log" | tail -n 1)"
-make check-skeletons JOBS="$jobs" > "$out/check-skeletons.log" 2>&1
-note "make check-skeletons: rc=$? | $(grep -E 'skeleton contract' "$out/check-skeletons.log") | $(grep -E 'tests passed|tests failed' "$out/check-skeletons.log" | tail -n 1)"
+step "make check (CUDA_ARCH=$arch)" "$out/check.log" \
+  make check BUILD="$build" CUDA_ARCH="$arch" JOBS="$jobs"
+step "make check-skeletons" "$out/check-skeletons.log" make check-skeletons BUILD="$build" JOBS="$jobs"
+note "  contract: $(grep -E 'skeleton contract' "$out/check-skeletons.log")"
 
-if [ "$sanitize" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for bin in build/bin/sol_*; do
-    for tool in memcheck racecheck; do
-      log="$out/sanitizer.log"
-      echo "### $tool $bin" >> "$log"
-      compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" "[quick]" >> "$log" 2>&1
-      rc=$?
-      note "compute-sanitizer $tool $(basename "$bin") [quick]: $([ $rc = 0 ] && echo clean || echo "rc=$rc")"
-    done
+exercises=$(make -s list)
+if [ "$sanitize" = 1 ]; then
+  for ex in $exercises; do
+    log="$out/sanitize-$ex.log"
+    make -s sanitize EX="$ex" SOLUTION=1 BUILD="$build" JOBS="$jobs" > "$log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && failed=$((failed + 1))
+    # One line per exercise: "memcheck clean, racecheck clean, synccheck clean, initcheck clean".
+    note "sanitize $ex (solution): rc=$rc | $(grep -E '^  (memcheck|racecheck|synccheck|initcheck) ' "$log" |
+      sed 's/^  //; s/  */ /' | paste -sd, | sed 's/,/, /g')$(grep -m1 -E '^⊘|not found' "$log")"
   done
 fi
 
+if [ "$smem" = 1 ]; then
+  for limit in 101376 65536; do
+    COURSE_SMEM_LIMIT=$limit step "solutions + wrong variants at COURSE_SMEM_LIMIT=$limit" \
+      "$out/smem-$limit.log" ctest --test-dir "$build" -L "solution|wrong" -j "$jobs" --output-on-failure
+  done
+fi
+
+if [ "$sm75" = 1 ]; then
+  COURSE_SMEM_LIMIT=65536 step "compute_75 PTX (JIT here), at 64 KiB" "$out/check-sm75.log" \
+    make check BUILD="$build75" CUDA_ARCH=75-virtual JOBS="$jobs"
+fi
+
 if [ "$bench" = 1 ]; then
-  make bench > "$out/bench.log" 2>&1
-  note "make bench: rc=$?"
+  make bench BUILD="$build" > "$out/bench.log" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && failed=$((failed + 1))
+  note "make bench: rc=$rc"
   if [ -f bench/compare_torch.py ]; then
     python3 bench/compare_torch.py > "$out/compare_torch.log" 2>&1
-    note "compare_torch.py: rc=$?"
+    rc=$?
+    [ $rc -ne 0 ] && failed=$((failed + 1))
+    note "compare_torch.py: rc=$rc"
   fi
 fi
 
 echo
 echo "==================== summary ===================="
 printf '%s\n' "${summary[@]}"
+echo "failed steps: $failed"
+exit "$failed"
