@@ -53,7 +53,7 @@ def skip_reason(case, out):
     for line in out.splitlines():
         m = re.search(r"not run: (.*?)(?:\. Run it on a GPU.*)?$", line)
         if m:
-            return m.group(1)
+            return m.group(1).split(". ")[0]  # the cause; the remedy is in the summary
     skipped = case.find("skipped")
     message = skipped.get("message", "") if skipped is not None else ""
     return "not run" if not message or message.startswith("SKIP_RETURN_CODE") else message
@@ -88,8 +88,8 @@ def summary(counts, total):
     line = (f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOTRUN]} not run"
             f"{f', {counts[UNTOUCHED]} untouched' if counts[UNTOUCHED] else ''} (of {total})")
     if counts["ran"] == 0 and counts["skipped"]:
-        line += ("\nNOTHING RAN ON A GPU: the code compiles, its correctness is unknown. "
-                 "Run it on a GPU (docs/colab.md).")
+        line += ("\nNOTHING RAN ON A GPU: whether the kernels are correct is unknown. "
+                 "Run them on a GPU (docs/colab.md).")
     elif counts["skipped"]:
         line += f"\n{counts['skipped']} did not run: their correctness is unknown."
     return line
