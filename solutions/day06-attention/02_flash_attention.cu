@@ -1,0 +1,212 @@
+// Day 06 · Exercise 02 · flash attention: the tiled online softmax in fp32, one thread per query row.
+// Lesson: day06-attention/README.md, section "02 · flash attention". Test: make test EX=02_flash_attention
+//
+// One thread block owns one query tile Q_i (Br rows) of one (batch, head) and walks over the key
+// tiles K_j, V_j (Bc keys each), staged in shared memory. Each of its Br threads owns one whole
+// query row: its scores S_ij (Bc of them), its running max m_i and sum ℓ_i, and its output row
+// O_i (D floats) all live in that thread's registers, so the softmax needs no communication.
+// The Nq × Nk score matrix never exists: per query row only Bc scores at a time.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "02_flash_attention.h"
+#include "check_args.h"
+#include "cuda_check.h"
+
+namespace {
+
+constexpr int Br = 64;  // query rows per block = threads per block (one row each)
+constexpr int Bc = 32;  // keys per K_j / V_j tile
+
+// Shared memory in floats: Q_i [Br][D + 4], K_j [Bc][D], V_j [Bc][D]. Thread r reads row r of
+// Q_i; the pad of 4 floats puts consecutive rows in different banks (no 8-way conflict at D=64).
+// K_j and V_j are read by all threads at the same address at once (a broadcast): no pad needed.
+template <int D>
+constexpr size_t smem_bytes() {
+  return sizeof(float) * size_t(Br * (D + 4) + 2 * Bc * D);
+}
+
+// Copies rows [row0, row0 + rows) of a [n, D] matrix into a tile with leading dimension ld
+// (floats); rows at or past n become zeros. Consecutive threads copy consecutive float4s of a
+// row, so a warp reads whole 128-byte lines (coalesced).
+template <int D>
+__device__ void load_tile(float* tile, int ld, const float* src, int row0, int rows, int n) {
+  for (int e = threadIdx.x; e < rows * (D / 4); e += blockDim.x) {
+    const int r = e / (D / 4), c4 = e % (D / 4);
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (row0 + r < n) x = reinterpret_cast<const float4*>(src + int64_t(row0 + r) * D)[c4];
+    reinterpret_cast<float4*>(tile + r * ld)[c4] = x;
+  }
+}
+
+// Grid: (query tiles, heads, batch). Block: Br threads.
+template <int D>
+__global__ void __launch_bounds__(Br)
+flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                       const float* __restrict__ v, float* __restrict__ o,
+                       int seq_q, int seq_k, float scale, bool causal) {
+  extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the tile copies
+  float* Q_i = reinterpret_cast<float*>(smem4);  // [Br][D + 4]
+  float* K_j = Q_i + Br * (D + 4);               // [Bc][D]
+  float* V_j = K_j + Bc * D;                     // [Bc][D]
+
+  const int64_t bh = int64_t(blockIdx.z) * gridDim.y + blockIdx.y;  // b·H + h
+  const float* q_bh = q + bh * seq_q * D;
+  const float* k_bh = k + bh * seq_k * D;
+  const float* v_bh = v + bh * seq_k * D;
+  const int q0 = blockIdx.x * Br;   // first query row of the tile
+  const int r = threadIdx.x;        // this thread's row of Q_i
+  const int i = q0 + r;             // ... and its query position (may be >= seq_q in the last tile)
+  const int off = seq_k - seq_q;    // bottom-right causal alignment: i sees keys <= i + off
+  const float* q_row = Q_i + r * (D + 4);
+
+  load_tile<D>(Q_i, D + 4, q_bh, q0, Br, seq_q);
+
+  int Tc = (seq_k + Bc - 1) / Bc;  // key tiles to visit
+  // TODO(1) (≈ 4 lines): causal: visit only the tiles up to the one holding the last key that
+  //          the tile's last real row may see; none if that key is before 0
+  //          (lesson: "02 · Causal: whole-tile skipping").
+  // snippet-begin: causal-range
+  if (causal) {
+    const int last_key = min(q0 + Br, seq_q) - 1 + off;
+    Tc = last_key < 0 ? 0 : min(Tc, last_key / Bc + 1);
+  }
+  // snippet-end: causal-range
+
+  float m_i = -INFINITY;  // running max of this row's scores
+  float l_i = 0.f;        // running sum of exp(score - m_i)
+  float O_i[D];           // running Σ exp(score - m_i) · v, not yet divided by l_i
+#pragma unroll
+  for (int d = 0; d < D; ++d) O_i[d] = 0.f;
+
+  for (int j = 0; j < Tc; ++j) {
+    // snippet-begin: load-tiles
+    const int k0 = j * Bc;  // first key of the tile
+    load_tile<D>(K_j, D, k_bh, k0, Bc, seq_k);
+    load_tile<D>(V_j, D, v_bh, k0, Bc, seq_k);
+    __syncthreads();  // K_j and V_j (and, before the first tile, Q_i) are complete: other threads wrote them
+    // snippet-end: load-tiles
+
+    float S_ij[Bc];
+    // TODO(2) (≈ 12 lines): S_ij[c] = scale · (row r of Q_i) · (row c of K_j), or -INFINITY for a
+    //          key past seq_k or hidden by the causal mask; read Q_i and K_j as float4
+    //          (lesson: "02 · Scores and masks").
+#pragma unroll
+    for (int c = 0; c < Bc; ++c) S_ij[c] = 0.f;
+#pragma unroll
+    for (int d = 0; d < D; d += 4) {
+      const float4 qv = *reinterpret_cast<const float4*>(q_row + d);
+#pragma unroll
+      for (int c = 0; c < Bc; ++c) {
+        const float4 kv = *reinterpret_cast<const float4*>(K_j + c * D + d);  // broadcast
+        S_ij[c] = fmaf(qv.x, kv.x, fmaf(qv.y, kv.y, fmaf(qv.z, kv.z, fmaf(qv.w, kv.w, S_ij[c]))));
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < Bc; ++c) {
+      const int key = k0 + c;
+      S_ij[c] = (key >= seq_k || (causal && key > i + off)) ? -INFINITY : S_ij[c] * scale;
+    }
+
+    float P_ij[Bc];
+    // TODO(3) (≈ 12 lines): the online softmax step (lesson: "02 · The online softmax"): the new
+    //          max m_new = max(m_i, max_c S_ij[c]); P_ij[c] = exp(S_ij[c] - m_new); α = exp(m_i -
+    //          m_new); l_i = α·l_i + Σ_c P_ij[c]; O_i *= α; m_i = m_new. While m_new is -INFINITY
+    //          (nothing visible yet) subtract 0 instead, or -inf - (-inf) makes NaN.
+    // snippet-begin: online-softmax
+    float m_new = m_i;
+#pragma unroll
+    for (int c = 0; c < Bc; ++c) m_new = fmaxf(m_new, S_ij[c]);
+    const float m_sub = m_new == -INFINITY ? 0.f : m_new;
+    const float alpha = expf(m_i - m_sub);  // rescales what was summed against the old max
+    float row_sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < Bc; ++c) {
+      P_ij[c] = expf(S_ij[c] - m_sub);
+      row_sum += P_ij[c];
+    }
+    l_i = alpha * l_i + row_sum;
+#pragma unroll
+    for (int d = 0; d < D; ++d) O_i[d] *= alpha;
+    m_i = m_new;
+    // snippet-end: online-softmax
+
+    // TODO(4) (≈ 8 lines): O_i += P_ij · V_j, reading V_j as float4 (lesson: "02 · The online softmax").
+#pragma unroll
+    for (int c = 0; c < Bc; ++c) {
+#pragma unroll
+      for (int d = 0; d < D; d += 4) {
+        const float4 vv = *reinterpret_cast<const float4*>(V_j + c * D + d);  // broadcast
+        O_i[d] = fmaf(P_ij[c], vv.x, O_i[d]);
+        O_i[d + 1] = fmaf(P_ij[c], vv.y, O_i[d + 1]);
+        O_i[d + 2] = fmaf(P_ij[c], vv.z, O_i[d + 2]);
+        O_i[d + 3] = fmaf(P_ij[c], vv.w, O_i[d + 3]);
+      }
+    }
+    __syncthreads();  // every thread is done reading K_j and V_j before the next tile overwrites them
+  }
+
+  // TODO(5) (≈ 6 lines): a real row (i < seq_q) writes O_i / l_i to its row of o, or zeros when
+  //          l_i == 0 (the row saw no key) (lesson: "02 · Epilogue").
+  // snippet-begin: epilogue
+  if (i < seq_q) {
+    const float inv = l_i > 0.f ? 1.f / l_i : 0.f;
+    float4* o_row = reinterpret_cast<float4*>(o + (bh * seq_q + i) * D);
+#pragma unroll
+    for (int d = 0; d < D; d += 4)
+      o_row[d / 4] = make_float4(O_i[d] * inv, O_i[d + 1] * inv, O_i[d + 2] * inv, O_i[d + 3] * inv);
+  }
+  // snippet-end: epilogue
+}
+
+template <int D>
+void launch(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+            cudaStream_t stream) {
+  // More than the default 48 KiB of dynamic shared memory (D = 128: 65 KiB) must be asked for.
+  CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(smem_bytes<D>())));
+  const dim3 grid((p.seq_q + Br - 1) / Br, p.heads_q, p.batch);
+  flash_attention_kernel<D><<<grid, Br, smem_bytes<D>(), stream>>>(q, k, v, o, p.seq_q, p.seq_k,
+                                                                   p.softmax_scale(), p.causal);
+  CUDA_CHECK_LAUNCH();
+}
+
+void check_aligned(const void* ptr, const char* field) {
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention", field,
+                  "must be 16-byte aligned (tiles are copied as float4)");
+}
+
+}  // namespace
+
+void flash_attention(const float* q, const float* k, const float* v, float* o,
+                     const course::AttentionParams& p, cudaStream_t stream) {
+  const char* fn = "flash_attention";
+  course::require_not_null(q, fn, "q");
+  course::require_not_null(k, fn, "k");
+  course::require_not_null(v, fn, "v");
+  course::require_not_null(o, fn, "o");
+  check_aligned(q, "q");
+  check_aligned(k, "k");
+  check_aligned(v, "v");
+  check_aligned(o, "o");
+  course::require_positive(p.batch, fn, "batch");
+  course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
+  course::require_positive(p.heads_q, fn, "heads_q");
+  course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
+  course::require(p.heads_kv == p.heads_q, fn, "heads_kv",
+                  "must equal heads_q (grouped heads are exercise 03)");
+  course::require_positive(p.seq_q, fn, "seq_q");
+  course::require_positive(p.seq_k, fn, "seq_k");
+  course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
+                  "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
+  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
+
+  switch (p.head_dim) {
+    case 32: launch<32>(q, k, v, o, p, stream); break;
+    case 64: launch<64>(q, k, v, o, p, stream); break;
+    default: launch<128>(q, k, v, o, p, stream); break;
+  }
+}
