@@ -1,65 +1,139 @@
 #!/usr/bin/env python3
-"""Prints one hint of an exercise, read from its day's lesson, so hints live in one place.
+"""Prints one hint of an exercise, read from its lesson, so hints live in one place.
 
     python3 tools/hint.py 02_flash_attention        # the first hint (a nudge)
     python3 tools/hint.py 02_flash_attention 3      # the third (near-solution)
 
-The exercise's section is the first markdown heading in <day>/README.md (or README.part*.md)
-that names the exercise: its id (`02_flash_attention`) or its number and name
-("02 · flash attention"). Hints are the <details> blocks of that section, in order.
+Where an exercise's lesson is:
+  * day 10 (a day folder holding chapter files NN_id.md): the whole chapter <day>/NN_id.md;
+  * day 01 and 06: a section of <day>/README.md: the heading named by the skeleton's header
+    (`// Lesson: <day>/README.md, section "02 · flash attention". ...`), or, when the header
+    names none, the first heading that names the exercise (its id, or its number and first word).
+    The section runs to the next heading of the same or a higher level.
+Hints are the <details><summary>Hint n · …</summary> … </details> blocks of that lesson, in order
+(other <details> blocks are not hints). A level that does not exist lists the ones that do and
+exits 0: asking for hint 4 is a question, not an error. An unknown exercise exits 2.
+tools/check_skeletons.py uses the same lookup to require exactly three hints per exercise.
 """
 import pathlib
 import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+HEADER_LESSON = re.compile(r'^// Lesson: (\S+?)(?:, section "([^"]+)")?\. Test: make test EX=(\S+)\s*$')
+HINT_BLOCK = re.compile(r"<details>\s*<summary>\s*(Hint\b.*?)</summary>(.*?)</details>", re.S)
+
+
+def headings(lines):
+    """[(0-based line index, level, text)] of a markdown file's headings, code blocks skipped."""
+    out, fence = [], None
+    for i, line in enumerate(lines):
+        f = FENCE.match(line)
+        if f:
+            if fence is None:
+                fence = f.group(1)
+            elif f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
+                fence = None
+            continue
+        m = HEADING.match(line) if fence is None else None
+        if m:
+            out.append((i, len(m.group(1)), m.group(2)))
+    return out
+
+
+def heading_texts(path):
+    """The set of heading texts (without the #s) of one markdown file; empty if it is missing."""
+    return {t for _, _, t in headings(path.read_text().splitlines())} if path.is_file() else set()
+
+
+def skeleton_of(exercise):
+    found = sorted(ROOT.glob(f"day*/{exercise}.cu")) if re.fullmatch(r"\d\d_\w+", exercise) else []
+    return found[0] if found else None
+
+
+def uses_chapters(day_dir):
+    """Day 10 style: one chapter file per exercise instead of sections of README.md."""
+    return day_dir.name.startswith("day10") or any(day_dir.glob("[0-9][0-9]_*.md"))
+
+
+def lesson_path(skeleton):
+    """The file holding the exercise's lesson: its chapter, or the day's README.md."""
+    day = skeleton.parent
+    return day / f"{skeleton.stem}.md" if uses_chapters(day) else day / "README.md"
+
+
+def lesson_files(skeleton):
+    """Every file whose headings a `lesson: "…"` reference of this exercise may name."""
+    day = skeleton.parent
+    files = [lesson_path(skeleton)]
+    if uses_chapters(day):
+        files.append(day / "README.md")
+    return files
+
+
+def header_section(skeleton):
+    """The section name in the skeleton's line 2, or None."""
+    lines = skeleton.read_text().splitlines()
+    m = HEADER_LESSON.match(lines[1]) if len(lines) > 1 else None
+    return m.group(2) if m else None
 
 
 def find_section(exercise):
-    """(lesson path, lines of the exercise's section) or (None, None)."""
+    """(lesson path, lines of the exercise's lesson) or (None, None)."""
+    skeleton = skeleton_of(exercise)
+    if skeleton is None:
+        return None, None
+    lesson = lesson_path(skeleton)
+    if not lesson.is_file():
+        return None, None
+    lines = lesson.read_text().splitlines()
+    if uses_chapters(skeleton.parent):
+        return lesson, lines
+    heads = headings(lines)
+    named = header_section(skeleton)
     number, _, name = exercise.partition("_")
-    words = name.replace("_", " ")
-    for skeleton in ROOT.glob(f"day*/{exercise}.cu"):
-        for lesson in sorted(skeleton.parent.glob("README*.md")):
-            lines = lesson.read_text().splitlines()
-            for i, line in enumerate(lines):
-                m = re.match(r"^(#+)\s", line)
-                if not m:
-                    continue
-                text = line.lower()
-                if exercise in text or (text.lstrip("# ").startswith(number) and words.split()[0] in text):
-                    level = len(m.group(1))
-                    end = next((j for j in range(i + 1, len(lines))
-                                if re.match(r"^#{1,%d}\s" % level, lines[j])), len(lines))
-                    return lesson, lines[i:end]
+    first_word = name.split("_")[0]
+    for k, (i, level, text) in enumerate(heads):
+        low = text.lower()
+        if (text == named) if named else (exercise in low or (low.startswith(number) and first_word in low)):
+            end = next((j for j, lv, _ in heads[k + 1:] if lv <= level), len(lines))
+            return lesson, lines[i:end]
     return None, None
 
 
 def hints(section):
-    text = "\n".join(section)
-    return [(m.group(1).strip(), m.group(2).strip())
-            for m in re.finditer(r"<details>\s*<summary>(.*?)</summary>(.*?)</details>", text, re.S)]
+    """[(title, body)] of the hint blocks of a lesson section, in order."""
+    return [(m.group(1).strip(), m.group(2).strip()) for m in HINT_BLOCK.finditer("\n".join(section))]
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__.strip())
+    if len(sys.argv) not in (2, 3) or not sys.argv[1]:
+        print("usage: make hint EX=<id> [LEVEL=1|2|3]   (ids: make list)")
         return 2
-    exercise, level = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    exercise, level_arg = sys.argv[1], (sys.argv[2] if len(sys.argv) == 3 else "1")
+    if skeleton_of(exercise) is None:
+        known = " ".join(sorted(p.stem for p in ROOT.glob("day*/[0-9][0-9]_*.cu")))
+        print(f"unknown exercise '{exercise}'. Exercises: {known}")
+        return 2
     lesson, section = find_section(exercise)
     if section is None:
-        print(f"no lesson section found for '{exercise}'")
-        return 1
+        print(f"no lesson found for {exercise} (expected {lesson_path(skeleton_of(exercise)).relative_to(ROOT)})")
+        return 2
     found = hints(section)
     if not found:
-        print(f"{lesson.relative_to(ROOT)} has no hints for {exercise}")
-        return 1
-    if not 1 <= level <= len(found):
-        print(f"{exercise} has hints 1..{len(found)}")
-        return 1
+        print(f"{lesson.relative_to(ROOT)} has no hints for {exercise} yet")
+        return 0
+    levels = ", ".join(str(n) for n in range(1, len(found) + 1))
+    if not level_arg.isdigit() or not 1 <= int(level_arg) <= len(found):
+        print(f"{exercise} has hint levels {levels} (1 nudge, 2 approach, 3 near-solution); "
+              f"LEVEL={level_arg} is not one of them.\n  make hint EX={exercise} LEVEL=1")
+        return 0
+    level = int(level_arg)
     title, body = found[level - 1]
     print(f"{exercise} · {re.sub(r'<[^>]+>', '', title)}   ({lesson.relative_to(ROOT)})\n")
-    print(body)
+    print(re.sub(r"^\s*<!--.*?-->\s*\n", "", body, flags=re.M))  # snippet markers are for tools
     if level < len(found):
         print(f"\nStill stuck?  make hint EX={exercise} LEVEL={level + 1}")
     return 0
