@@ -61,6 +61,7 @@ TEST_CASE("gqa_attention: small GQA and MQA shapes", "[day06][gqa_attention][qui
                    {1, 8, 2, 33, 47, 64, true},   // G = 4, Nq < Nk, below one tile
                    {2, 8, 1, 5, 70, 32, false},   // MQA
                    {1, 4, 4, 17, 17, 128, true},  // MHA
+                   {2, 6, 2, 40, 20, 32, true},   // G = 3, Nq > Nk: rows 0..19 see no key -> zeros
                },
                "gqa_quick");
 }
@@ -128,6 +129,7 @@ TEST_CASE("gqa_attention rejects bad arguments before launching anything",
   COURSE_CHECK_INVALID_ARGUMENT("k", gqa_attention(q.data(), nullptr, kv.data(), o.data(), good));
   COURSE_CHECK_INVALID_ARGUMENT("v", gqa_attention(q.data(), kv.data(), nullptr, o.data(), good));
   COURSE_CHECK_INVALID_ARGUMENT("o", gqa_attention(q.data(), kv.data(), kv.data(), nullptr, good));
+  COURSE_CHECK_INVALID_ARGUMENT("k", gqa_attention(q.data(), kv.data() + 1, kv.data(), o.data(), good));  // not 16-byte aligned
   const float* qd = q.data();
   const float* kd = kv.data();
   float* od = o.data();

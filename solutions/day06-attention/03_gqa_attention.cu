@@ -1,298 +1,197 @@
-// Day 06 · Exercise 03 · grouped-query attention (prefill): one K_j/V_j tile serves all G heads.
+// Day 06 · Exercise 03 · grouped-query attention: one K_j/V_j tile in shared memory serves the G query heads of a group.
 // Lesson: day06-attention/README.md, section "03 · GQA". Test: make test EX=03_gqa_attention
 //
 // Hq = G·Hkv query heads share Hkv KV heads; query head h reads KV head h / G. One thread block
-// works on ONE KV head hk and packs the G query heads of its group into a single stream of
-// rows, r = i·G + g (query position i, query head hk·G + g). A block takes BR consecutive
-// packed rows, so every K_j/V_j tile it stages in shared memory serves all G heads at once:
-// K/V traffic is divided by G compared with running the heads one by one.
-//
-// The rest is exercise 02's kernel (tiled online softmax, register-tiled FFMA, cp.async K/V
-// tiles, bottom-right causal mask with whole-tile skipping). Packing changes three things:
-//   * where a row of Q and O lives: packed_row() below (Q_i and O_i are scattered over G heads);
-//   * the causal mask and the tile bound use the query POSITION i = r / G, never r itself;
-//   * a block of BR packed rows spans only about BR / G positions, so its causal range is short.
-//
-// Thread layout (as in 02): 16 lanes ("tx", half a warp) share a group of TM packed rows ("ty").
-//   S_ij:  a thread computes TM rows × TN keys, keys tx, tx+16, tx+32, ... (strided, see LDK)
-//   O_i:   a thread accumulates TM rows × DN = D/16 output columns
-// so every statistic of a row lives in 16 lanes of one warp and is combined with shuffles.
+// serves ONE KV head hk of one batch entry and Br "packed" rows: packed row r stands for query
+// position i = r / G of query head hk·G + r % G (positions outer, the G heads inner). A block's
+// Br rows are thus about Br / G positions of all G heads, and every K_j/V_j tile it stages in
+// shared memory is used by all G heads at once: K and V stay [B, Hkv, Nk, D], never duplicated.
+// The rest is exercise 02: one thread per (packed) row, S_ij, m_i, ℓ_i and O_i in its registers.
+// YOUR TASK: TODO(1)..TODO(4), the packing. The per-row algorithm (02's TODOs) is given below.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "03_gqa_attention.h"
 #include "check_args.h"
-#include "cp_async.cuh"
 #include "cuda_check.h"
 
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
+constexpr int Br = 64;  // packed rows per block = threads per block (one row each)
+constexpr int Bc = 32;  // keys per K_j / V_j tile
 
-// Tile shape. BR = packed rows per block, BC = keys per tile, TM = packed rows per thread.
-template <int D_, int BR_, int BC_, int TM_>
-struct GqaConfig {
-  static constexpr int D = D_, BR = BR_, BC = BC_, TM = TM_;
-  static constexpr int TX = 16;            // lanes that share a row: half a warp
-  static constexpr int TY = BR / TM;       // row groups per block
-  static constexpr int THREADS = TX * TY;
-  static constexpr int TN = BC / TX;       // keys of S_ij per thread
-  static constexpr int DN = D / TX;        // columns of O_i per thread
-  static constexpr int VW = DN < 4 ? DN : 4;  // vector width of V reads and O writes
-  // Leading dimensions in shared memory (floats), as in exercise 02: the pad of 4 floats on K
-  // and P makes the float4 reads of 8 consecutive rows hit 8 different 16-byte bank groups.
-  static constexpr int LDQ = D, LDK = D + 4, LDV = D, LDP = BR + 4;
-  static constexpr size_t kSmemBytes = sizeof(float) * size_t(BR * LDQ + BC * LDK + BC * LDV + BC * LDP);
-  static_assert(BR % TM == 0 && TM % 4 == 0, "TM rows per thread, read as float4");
-  static_assert(BC % TX == 0 && D % TX == 0 && DN % VW == 0, "tile must split over 16 lanes");
-};
-
-// Where packed row r of KV head hk lives in Q and O, counted in rows of D floats from the start
-// of its batch ([Hq, Nq, D]): query position i = r / G of query head h = hk·G + r % G.
-__device__ __forceinline__ int64_t packed_row(int r, int hk, int group, int seq_q) {
-  const int i = r / group;
-  const int h = hk * group + r % group;  // the G heads of a group are consecutive: h / G == hk
-  return int64_t(h) * seq_q + i;
+// Q_i [Br][D + 4] (padded: thread r reads row r, see exercise 02), K_j [Bc][D], V_j [Bc][D].
+template <int D>
+constexpr size_t smem_bytes() {
+  return sizeof(float) * size_t(Br * (D + 4) + 2 * Bc * D);
 }
 
-// Stage K or V rows [row0, row0 + BC) of one KV head ([n_rows, D], contiguous) into shared
-// memory; rows past n_rows become zeros. Consecutive threads copy consecutive 16-byte pieces of
-// a row, so each warp reads whole 128-byte lines (coalesced).
-template <class C, int LD>
-__device__ __forceinline__ void load_kv_tile(float* dst, const float* src, int row0, int n_rows) {
-  constexpr int kChunksPerRow = C::D / 4;
-  for (int idx = threadIdx.x; idx < C::BC * kChunksPerRow; idx += C::THREADS) {
-    const int r = idx / kChunksPerRow, c4 = (idx % kChunksPerRow) * 4;
-    const bool valid = row0 + r < n_rows;
-    copy16(dst + r * LD + c4, valid ? src + int64_t(row0 + r) * C::D + c4 : src, valid);
+// Rows [row0, row0 + Bc) of one KV head ([n, D]) into a [Bc][D] tile, zeros past n; consecutive
+// threads copy consecutive float4s of a row (coalesced).
+template <int D>
+__device__ void load_kv_tile(float* tile, const float* src, int row0, int n) {
+  for (int e = threadIdx.x; e < Bc * (D / 4); e += blockDim.x) {
+    const int r = e / (D / 4), c4 = e % (D / 4);
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (row0 + r < n) x = reinterpret_cast<const float4*>(src + int64_t(row0 + r) * D)[c4];
+    reinterpret_cast<float4*>(tile + r * D)[c4] = x;
   }
 }
 
-// Stage the block's packed rows [r0, r0 + BR) of Q into shared memory; rows past `rows` become
-// zeros. Each packed row is a whole row of D floats in some head, so the copy stays coalesced.
-template <class C>
-__device__ __forceinline__ void load_q_tile(float* Qs, const float* q_b, int r0, int rows, int hk,
-                                            int group, int seq_q) {
-  constexpr int kChunksPerRow = C::D / 4;
-  for (int idx = threadIdx.x; idx < C::BR * kChunksPerRow; idx += C::THREADS) {
-    const int r = idx / kChunksPerRow, c4 = (idx % kChunksPerRow) * 4;
-    const bool valid = r0 + r < rows;
-    copy16(Qs + r * C::LDQ + c4, valid ? q_b + packed_row(r0 + r, hk, group, seq_q) * C::D + c4 : q_b, valid);
+// S[c] = q_row · (row c of K_j), unscaled and unmasked (exercise 02, TODO 2).
+template <int D>
+__device__ void row_scores(const float* q_row, const float* K_j, float (&S)[Bc]) {
+#pragma unroll
+  for (int c = 0; c < Bc; ++c) S[c] = 0.f;
+#pragma unroll
+  for (int d = 0; d < D; d += 4) {
+    const float4 qv = *reinterpret_cast<const float4*>(q_row + d);
+#pragma unroll
+    for (int c = 0; c < Bc; ++c) {
+      const float4 kv = *reinterpret_cast<const float4*>(K_j + c * D + d);  // broadcast
+      S[c] = fmaf(qv.x, kv.x, fmaf(qv.y, kv.y, fmaf(qv.z, kv.z, fmaf(qv.w, kv.w, S[c]))));
+    }
   }
 }
 
-// Grid: (packed-row tiles, Hkv, B). Q and O are [B, Hq, Nq, D] with Hq = group · gridDim.y.
-template <class C>
-__global__ void __launch_bounds__(C::THREADS)
+// One online-softmax step over a tile of masked scores S (exercise 02, TODOs 3 and 4): rescale
+// ℓ_i and O_i to the new max, then O_i += P_ij · V_j. S is overwritten with P_ij.
+template <int D>
+__device__ void online_softmax_step(float (&S)[Bc], const float* V_j, float& m_i, float& l_i, float (&O_i)[D]) {
+  float m_new = m_i;
+#pragma unroll
+  for (int c = 0; c < Bc; ++c) m_new = fmaxf(m_new, S[c]);
+  const float m_sub = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: avoid -inf - -inf
+  const float alpha = expf(m_i - m_sub);
+  float row_sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < Bc; ++c) {
+    S[c] = expf(S[c] - m_sub);
+    row_sum += S[c];
+  }
+  l_i = alpha * l_i + row_sum;
+  m_i = m_new;
+#pragma unroll
+  for (int d = 0; d < D; ++d) O_i[d] *= alpha;
+#pragma unroll
+  for (int c = 0; c < Bc; ++c) {
+#pragma unroll
+    for (int d = 0; d < D; d += 4) {
+      const float4 vv = *reinterpret_cast<const float4*>(V_j + c * D + d);  // broadcast
+      O_i[d] = fmaf(S[c], vv.x, O_i[d]);
+      O_i[d + 1] = fmaf(S[c], vv.y, O_i[d + 1]);
+      O_i[d + 2] = fmaf(S[c], vv.z, O_i[d + 2]);
+      O_i[d + 3] = fmaf(S[c], vv.w, O_i[d + 3]);
+    }
+  }
+}
+
+// Grid: (packed-row tiles, KV heads, batch). Block: Br threads.
+template <int D>
+__global__ void __launch_bounds__(Br)
 gqa_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                     const float* __restrict__ v, float* __restrict__ o, int group, int seq_q,
-                     int seq_k, float scale, bool causal) {
-  constexpr int D = C::D, BR = C::BR, BC = C::BC, TM = C::TM, TN = C::TN, TX = C::TX;
-  constexpr int DN = C::DN, VW = C::VW;
-  extern __shared__ float4 smem_f4[];  // float4: 16-byte alignment for the vector accesses
-  float* Qs = reinterpret_cast<float*>(smem_f4);  // Q_i   [BR][LDQ], packed rows
-  float* Ks = Qs + BR * C::LDQ;                    // K_j   [BC][LDK]
-  float* Vs = Ks + BC * C::LDK;                    // V_j   [BC][LDV]
-  float* Ps = Vs + BC * C::LDV;                    // P_ijᵀ [BC][LDP]: key-major
-  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-  const int hk = blockIdx.y;                       // this block's KV head
-  const int rows = seq_q * group;                  // packed rows of one KV head: G·Nq
-  // Reverse order: under a causal mask the last tiles have the most keys; start them first.
-  const int r0 = (gridDim.x - 1 - blockIdx.x) * BR;
-  const int64_t heads_q = int64_t(group) * gridDim.y;
-  const float* q_b = q + int64_t(blockIdx.z) * heads_q * seq_q * D;
-  float* o_b = o + int64_t(blockIdx.z) * heads_q * seq_q * D;
-  const int64_t bkv = int64_t(blockIdx.z) * gridDim.y + hk;
-  const float* k_bh = k + bkv * seq_k * D;  // one KV head, read once for all G query heads
-  const float* v_bh = v + bkv * seq_k * D;
-  const int off = seq_k - seq_q;  // bottom-right alignment: position i sees keys j <= i + off
+                     const float* __restrict__ v, float* __restrict__ o,
+                     int heads_q, int seq_q, int seq_k, int group, float scale, bool causal) {
+  extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the tile copies
+  float* Q_i = reinterpret_cast<float*>(smem4);  // [Br][D + 4], packed rows
+  float* K_j = Q_i + Br * (D + 4);               // [Bc][D]
+  float* V_j = K_j + Bc * D;                     // [Bc][D]
 
-  // Positions spanned by the block's real rows: first_i .. last_i (the mask is about positions).
-  // Causal: stop after the tile holding the last key that last_i can see; a block whose rows
-  // see no key at all (last_i + off < 0) visits no tile and writes zeros.
-  const int first_i = r0 / group;
-  const int last_i = (min(r0 + BR, rows) - 1) / group;
-  int n_kv_tiles = (seq_k + BC - 1) / BC;
+  const int hk = blockIdx.y, b = blockIdx.z;      // this block's KV head and batch entry
+  const int64_t kv_bh = int64_t(b) * gridDim.y + hk;
+  const float* k_bh = k + kv_bh * seq_k * D;      // read by all G heads of the group
+  const float* v_bh = v + kv_bh * seq_k * D;
+  const int rows = seq_q * group;                 // packed rows of (b, hk): Nq positions × G heads
+  const int r0 = blockIdx.x * Br;                 // first packed row of the tile
+  const int r = threadIdx.x;                      // this thread's row of Q_i
+  const int off = seq_k - seq_q;                  // bottom-right causal alignment
+  float* q_row = Q_i + r * (D + 4);
+
+  int i = 0;             // query position of packed row r0 + r
+  int64_t qo_row = -1;   // its row of q and o, (b·Hq + h)·Nq + i; stays -1 past the last packed row
+  // TODO(1) (≈ 5 lines): unpack row r0 + r if it is < rows: its position i and query head
+  //          h = hk·G + g, then qo_row (lesson: "03 · Packing the group").
+  // snippet-begin: unpack
+  if (r0 + r < rows) {
+    i = (r0 + r) / group;
+    const int h = hk * group + (r0 + r) % group;  // the G heads of a group are consecutive
+    qo_row = (int64_t(b) * heads_q + h) * seq_q + i;
+  }
+  // snippet-end: unpack
+
+  // Each thread copies its own row of Q (scattered over G heads; once per block, so uncoalesced
+  // reads cost little); zeros past the last packed row.
+  for (int c4 = 0; c4 < D / 4; ++c4)
+    reinterpret_cast<float4*>(q_row)[c4] = qo_row < 0 ? make_float4(0.f, 0.f, 0.f, 0.f)
+                                                       : reinterpret_cast<const float4*>(q + qo_row * D)[c4];
+
+  int Tc = (seq_k + Bc - 1) / Bc;  // key tiles to visit
+  // TODO(2) (≈ 5 lines): causal: visit only the tiles up to the one holding the last key that the
+  //          tile's last real packed row may see, from its POSITION; none if that key is before 0
+  //          (lesson: "03 · Causal with packed rows").
+  // snippet-begin: causal-range
   if (causal) {
+    const int last_i = (min(r0 + Br, rows) - 1) / group;  // position of the last real packed row
     const int last_key = last_i + off;
-    n_kv_tiles = last_key < 0 ? 0 : min(n_kv_tiles, last_key / BC + 1);
+    Tc = last_key < 0 ? 0 : min(Tc, last_key / Bc + 1);
+  }
+  // snippet-end: causal-range
+
+  float m_i = -INFINITY, l_i = 0.f;  // running max and sum of this row
+  float O_i[D];                      // running Σ exp(score - m_i) · v
+#pragma unroll
+  for (int d = 0; d < D; ++d) O_i[d] = 0.f;
+
+  for (int j = 0; j < Tc; ++j) {
+    const int k0 = j * Bc;
+    load_kv_tile<D>(K_j, k_bh, k0, seq_k);  // one copy of K_j, V_j for all G heads
+    load_kv_tile<D>(V_j, v_bh, k0, seq_k);
+    __syncthreads();  // K_j and V_j are complete (other threads wrote them); Q_i rows are each thread's own
+    float S_ij[Bc];
+    row_scores<D>(q_row, K_j, S_ij);
+#pragma unroll
+    for (int c = 0; c < Bc; ++c) {
+      const int key = k0 + c;
+      bool hidden = key >= seq_k;
+      // TODO(3) (≈ 1 line): causal: also hide keys after this row's POSITION
+      //          (lesson: "03 · Causal with packed rows").
+      // snippet-begin: mask
+      hidden = hidden || (causal && key > i + off);
+      // snippet-end: mask
+      S_ij[c] = hidden ? -INFINITY : S_ij[c] * scale;
+    }
+    online_softmax_step<D>(S_ij, V_j, m_i, l_i, O_i);
+    __syncthreads();  // every thread is done reading K_j and V_j before the next tile overwrites them
   }
 
-  float o_acc[TM][DN];  // O_i, unnormalised
-  float m_i[TM];        // running row max of the scaled scores
-  float l_i[TM];        // running row sum of exp(s - m_i), this thread's keys only
+  // TODO(4) (≈ 6 lines): a real packed row writes O_i / ℓ_i (zeros when ℓ_i == 0) to row qo_row of
+  //          o, the row of its own query head (lesson: "03 · Epilogue: back to the heads").
+  // snippet-begin: epilogue
+  if (qo_row >= 0) {
+    const float inv = l_i > 0.f ? 1.f / l_i : 0.f;
+    float4* o_row = reinterpret_cast<float4*>(o + qo_row * D);
 #pragma unroll
-  for (int m = 0; m < TM; ++m) {
-    m_i[m] = -INFINITY;
-    l_i[m] = 0.f;
-#pragma unroll
-    for (int d = 0; d < DN; ++d) o_acc[m][d] = 0.f;
+    for (int d = 0; d < D; d += 4)
+      o_row[d / 4] = make_float4(O_i[d] * inv, O_i[d + 1] * inv, O_i[d + 2] * inv, O_i[d + 3] * inv);
   }
-
-  load_q_tile<C>(Qs, q_b, r0, rows, hk, group, seq_q);
-  if (n_kv_tiles > 0) load_kv_tile<C, C::LDK>(Ks, k_bh, 0, seq_k);
-  cp_async_commit();
-
-  for (int j = 0; j < n_kv_tiles; ++j) {
-    const int kv0 = j * BC;
-    cp_async_wait<0>();
-    // (A) K_j (and Q_i) have landed for every thread's copies; every thread has also finished
-    //     the previous P·V, so Vs and Ps may be overwritten.
-    __syncthreads();
-    load_kv_tile<C, C::LDV>(Vs, v_bh, kv0, seq_k);  // V_j arrives while S_ij is computed
-    cp_async_commit();
-
-    // S_ij = Q_i K_jᵀ: TM × TN dot products per thread, four columns of D per step.
-    float s[TM][TN] = {};
-#pragma unroll
-    for (int kk = 0; kk < D; kk += 4) {
-      float4 qf[TM], kf[TN];
-#pragma unroll
-      for (int m = 0; m < TM; ++m) qf[m] = *reinterpret_cast<const float4*>(&Qs[(ty * TM + m) * C::LDQ + kk]);
-#pragma unroll
-      for (int n = 0; n < TN; ++n) kf[n] = *reinterpret_cast<const float4*>(&Ks[(tx + n * TX) * C::LDK + kk]);
-#pragma unroll
-      for (int m = 0; m < TM; ++m)
-#pragma unroll
-        for (int n = 0; n < TN; ++n) {
-          s[m][n] = fmaf(qf[m].x, kf[n].x, s[m][n]);
-          s[m][n] = fmaf(qf[m].y, kf[n].y, s[m][n]);
-          s[m][n] = fmaf(qf[m].z, kf[n].z, s[m][n]);
-          s[m][n] = fmaf(qf[m].w, kf[n].w, s[m][n]);
-        }
-    }
-    // (B) every thread is done reading K_j: the next tile may be copied over it.
-    __syncthreads();
-    if (j + 1 < n_kv_tiles) load_kv_tile<C, C::LDK>(Ks, k_bh, kv0 + BC, seq_k);
-    cp_async_commit();  // possibly empty: keeps the group count the same every iteration
-
-    // Masks: keys past seq_k (the partial last tile) and, causal, keys after the row's position
-    // i + off. Only a tile that straddles one of the two boundaries needs the per-element test;
-    // for the causal one that is decided by the block's FIRST position.
-    const bool need_mask = kv0 + BC > seq_k || (causal && kv0 + BC - 1 > first_i + off);
-#pragma unroll
-    for (int m = 0; m < TM; ++m) {
-      const int i = (r0 + ty * TM + m) / group;  // the query position of packed row r
-      float row_max = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < TN; ++n) {
-        const int key = kv0 + tx + n * TX;
-        float x = s[m][n] * scale;
-        if (need_mask && (key >= seq_k || (causal && key > i + off))) x = -INFINITY;
-        s[m][n] = x;
-        row_max = fmaxf(row_max, x);
-      }
-      // The row's 16 lanes agree on the tile max (xor butterflies stay inside the half warp).
-#pragma unroll
-      for (int w = TX / 2; w >= 1; w /= 2) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, w));
-      const float m_new = fmaxf(m_i[m], row_max);
-      // Nothing visible yet: subtract 0 instead of -inf (p = 0, alpha = 0 on l = O = 0).
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      // exp(x - m) = exp2(fmaf(x, log2e, -m·log2e)), with m·log2e rounded once and the same way
-      // for alpha and p (lesson 02: "exp2 without losing digits").
-      const float m_log2 = __fmul_rn(m_use, kLog2e);
-      const float alpha = exp2f(__fmul_rn(m_i[m], kLog2e) - m_log2);  // exp(m_old - m_new)
-      m_i[m] = m_new;
-      float row_sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < TN; ++n) {
-        s[m][n] = exp2f(fmaf(s[m][n], kLog2e, -m_log2));  // P_ij
-        row_sum += s[m][n];
-      }
-      l_i[m] = l_i[m] * alpha + row_sum;
-#pragma unroll
-      for (int d = 0; d < DN; ++d) o_acc[m][d] *= alpha;
-    }
-    // P_ij -> shared memory, transposed: each float4 holds 4 consecutive rows of one key.
-#pragma unroll
-    for (int n = 0; n < TN; ++n)
-#pragma unroll
-      for (int m = 0; m < TM; m += 4)
-        *reinterpret_cast<float4*>(&Ps[(tx + n * TX) * C::LDP + ty * TM + m]) =
-            make_float4(s[m][n], s[m + 1][n], s[m + 2][n], s[m + 3][n]);
-    cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
-    // (C) all of P_ij is written and all of V_j is visible to every thread.
-    __syncthreads();
-
-    // O_i += P_ij V_j: per key, TM probabilities times DN values of V.
-#pragma unroll 8
-    for (int c = 0; c < BC; ++c) {
-      float p[TM], vv[DN];
-#pragma unroll
-      for (int m = 0; m < TM; m += 4) {
-        const float4 pf = *reinterpret_cast<const float4*>(&Ps[c * C::LDP + ty * TM + m]);
-        p[m] = pf.x, p[m + 1] = pf.y, p[m + 2] = pf.z, p[m + 3] = pf.w;
-      }
-#pragma unroll
-      for (int e = 0; e < DN; e += VW) {
-        const float* src = &Vs[c * C::LDV + e * TX + tx * VW];
-        if constexpr (VW == 4) {
-          const float4 t = *reinterpret_cast<const float4*>(src);
-          vv[e] = t.x, vv[e + 1] = t.y, vv[e + 2] = t.z, vv[e + 3] = t.w;
-        } else {
-          const float2 t = *reinterpret_cast<const float2*>(src);
-          vv[e] = t.x, vv[e + 1] = t.y;
-        }
-      }
-#pragma unroll
-      for (int m = 0; m < TM; ++m)
-#pragma unroll
-        for (int d = 0; d < DN; ++d) o_acc[m][d] = fmaf(p[m], vv[d], o_acc[m][d]);
-    }
-  }
-  cp_async_wait<0>();
-
-  // Epilogue: ℓ_i is summed over the row's 16 lanes; a row that saw no key (ℓ_i = 0) writes
-  // zeros. Each packed row goes back to its own head's row of O (packed_row again).
-#pragma unroll
-  for (int m = 0; m < TM; ++m) {
-    float l = l_i[m];
-#pragma unroll
-    for (int w = TX / 2; w >= 1; w /= 2) l += __shfl_xor_sync(0xffffffffu, l, w);
-    const float inv_l = l > 0.f ? 1.f / l : 0.f;
-    const int r = r0 + ty * TM + m;
-    if (r >= rows) continue;  // padding row of the last, partial tile
-    float* o_row = o_b + packed_row(r, hk, group, seq_q) * D;
-#pragma unroll
-    for (int e = 0; e < DN; e += VW) {
-      float* dst = &o_row[e * TX + tx * VW];
-      if constexpr (VW == 4) {
-        *reinterpret_cast<float4*>(dst) = make_float4(o_acc[m][e] * inv_l, o_acc[m][e + 1] * inv_l,
-                                                      o_acc[m][e + 2] * inv_l, o_acc[m][e + 3] * inv_l);
-      } else {
-        *reinterpret_cast<float2*>(dst) = make_float2(o_acc[m][e] * inv_l, o_acc[m][e + 1] * inv_l);
-      }
-    }
-  }
+  // snippet-end: epilogue
 }
 
-template <class C>
+template <int D>
 void launch(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
             cudaStream_t stream) {
-  const auto kernel = gqa_attention_kernel<C>;
-  // Above 48 KiB of shared memory a kernel must opt in; ask for the largest carveout too.
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
-  // One block per (BR packed rows, KV head, batch): the G heads of a group share each block.
-  const dim3 grid((p.seq_q * p.group_size() + C::BR - 1) / C::BR, p.heads_kv, p.batch);
-  kernel<<<grid, C::THREADS, C::kSmemBytes, stream>>>(q, k, v, o, p.group_size(), p.seq_q, p.seq_k,
-                                                       p.softmax_scale(), p.causal);
+  // More than the default 48 KiB of dynamic shared memory (D = 128: 65 KiB) must be asked for.
+  CUDA_CHECK(cudaFuncSetAttribute(gqa_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(smem_bytes<D>())));
+  const int group = p.heads_q / p.heads_kv;
+  const int64_t rows = int64_t(p.seq_q) * group;  // packed rows per (b, KV head)
+  const dim3 grid(unsigned((rows + Br - 1) / Br), p.heads_kv, p.batch);
+  gqa_attention_kernel<D><<<grid, Br, smem_bytes<D>(), stream>>>(q, k, v, o, p.heads_q, p.seq_q, p.seq_k, group,
+                                                                 p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
-}
-
-// Launches the first configuration whose shared memory fits this GPU (the last one is the
-// fallback): exercise 02's tile shapes, measured on an H100.
-template <class First, class... Rest>
-void launch_first_fitting(int smem_limit, const float* q, const float* k, const float* v, float* o,
-                          const course::AttentionParams& p, cudaStream_t stream) {
-  if constexpr (sizeof...(Rest) == 0) {
-    launch<First>(q, k, v, o, p, stream);
-  } else {
-    if (First::kSmemBytes <= size_t(smem_limit)) launch<First>(q, k, v, o, p, stream);
-    else launch_first_fitting<Rest...>(smem_limit, q, k, v, o, p, stream);
-  }
 }
 
 void check_aligned(const void* ptr, const char* field) {
@@ -318,28 +217,20 @@ void gqa_attention(const float* q, const float* k, const float* v, float* o,
   course::require_positive(p.heads_q, fn, "heads_q");
   course::require_positive(p.heads_kv, fn, "heads_kv");
   course::require(p.heads_kv <= 65535, fn, "heads_kv", "must be <= 65535 (grid y)");
-  course::require(p.heads_q % p.heads_kv == 0, fn, "heads_kv", "must divide heads_q");
+  course::require(p.heads_q % p.heads_kv == 0, fn, "heads_kv",
+                  "must divide heads_q (got " + std::to_string(p.heads_kv) + " for " +
+                      std::to_string(p.heads_q) + ")");
   course::require_positive(p.seq_q, fn, "seq_q");
+  course::require(int64_t(p.seq_q) * (p.heads_q / p.heads_kv) <= INT32_MAX, fn, "seq_q",
+                  "times heads_q / heads_kv must fit in int (packed rows)");
   course::require_positive(p.seq_k, fn, "seq_k");
-  course::require((long long)p.seq_q * p.group_size() < (1LL << 30), fn, "seq_q",
-                  "times heads_q / heads_kv must be below 2^30 (packed row indices are int)");
   course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
-  course::require(p.window == -1, fn, "window", "must be -1 (no sliding window here)");
+  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
 
-  int device = 0, smem_limit = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  switch (p.head_dim) {  // GqaConfig<D, BR, BC, TM>
-    case 32:
-      launch_first_fitting<GqaConfig<32, 64, 64, 8>>(smem_limit, q, k, v, o, p, stream);
-      break;
-    case 64:
-      launch_first_fitting<GqaConfig<64, 64, 64, 8>, GqaConfig<64, 64, 32, 8>>(smem_limit, q, k, v, o, p, stream);
-      break;
-    default:
-      launch_first_fitting<GqaConfig<128, 128, 64, 8>, GqaConfig<128, 64, 32, 8>, GqaConfig<128, 32, 32, 4>>(
-          smem_limit, q, k, v, o, p, stream);
-      break;
+  switch (p.head_dim) {
+    case 32: launch<32>(q, k, v, o, p, stream); break;
+    case 64: launch<64>(q, k, v, o, p, stream); break;
+    default: launch<128>(q, k, v, o, p, stream); break;
   }
 }
