@@ -1,43 +1,109 @@
 #!/usr/bin/env python3
-"""The exercise contract, checked without a GPU.
+"""The exercise contract, checked without a GPU (make check-skeletons; CI runs it).
+
+Each rule below has a tag; a violation is printed as `[tag] path:line: what is wrong -- what to
+do`. docs/conventions.md ("The exercise contract") gives the reason for each rule.
 
 For every skeleton <day>/NN_id.cu:
-  * the header <day>/NN_id.h, the test <day>/tests/test_NN_id.cpp and the solution
-    solutions/<day>/NN_id.cu exist, and at least one wrong variant
-    solutions/wrong/<day>/NN_id__<bug>.cu does;
-  * the skeleton has at least one TODO;
-  * "solving only ever adds lines": every line of the skeleton that is not part of a TODO
-    appears in the solution, in the same order (blank lines and indentation ignored). A line
-    counts as part of a TODO if it contains "TODO", or if it is a // comment line directly
-    following such a line (the rest of a multi-line TODO comment).
-Every wrong variant must belong to an existing exercise and stay a small diff of its solution
-(at most MAX_WRONG_DIFF changed lines): it is the solution with one planted bug, so when the
-solution changes, its wrong variants must be updated with it, not drift into other programs.
+  [files]     <day>/NN_id.h, <day>/tests/test_NN_id.cpp and solutions/<day>/NN_id.cu exist, and
+              at least one wrong variant solutions/wrong/<day>/NN_id__<bug>.patch.
+  [header]    line 1 is `// Day DD · Exercise NN · <title>` (DD and NN those of the folder and
+              file names); line 2 is `// Lesson: <path>[, section "<heading>"]. Test: make test
+              EX=<id>` where <path> is the exercise's lesson (day 10: the chapter
+              <day>/NN_id.md; day 01/06: <day>/README.md, and then the section is required) and
+              the section is a heading of that file.
+  [todo]      the skeleton has TODO markers, written `// TODO(n) (≈ N lines): …` (a range
+              `(≈ 4-6 lines)` is fine); n counts 1, 2, 3, … without gaps. A TODO(n) that appears
+              again later (a second line of the same task) needs no second estimate.
+  [lesson]    every `lesson: "<heading>"` in the skeleton, its header and its solution quotes a
+              heading that exists in the exercise's lesson files (day 10: the chapter and the day's
+              README.md; day 01/06: the day's README.md), exactly, without the #s. References
+              may span comment lines; `lesson: "A" and "B"` checks both. Other spellings
+              (`Lesson`, no colon, `"A" › "B"`) are reported so that one form remains.
+  [adds-only] solving only ever adds lines: every skeleton line except TODO lines and TODO
+              continuation lines appears in the solution, in the same order (blank lines and
+              indentation ignored; comment lines count like code). Exactly these are exempt:
+                - a TODO line: a line containing `TODO`;
+                - a continuation line: a `//` comment line whose text is indented by at least
+                  two spaces after the `//` (a hanging indent), directly below a TODO line or
+                  below another continuation line.
+              So a `// plain comment` right after a TODO must be kept by the solution.
+  [hints]     the exercise's lesson (tools/hint.py's lookup: day 10 the whole chapter, day 01/06
+              the README section) has exactly three `<details><summary>Hint n …` blocks, 1, 2, 3.
+For every wrong variant solutions/wrong/<day>/<file>:
+  [wrong]     it is `<id>__<bug>.patch` of an exercise of that day; it patches that exercise's
+              solution and applies to it (tools/apply_patch.py, strict); its preamble has the four
+              fields Bug / What people write / Why it is wrong / Caught by; "Caught by" quotes at
+              least one TEST_CASE name of the exercise's test, and every quoted string outside
+              parentheses is one (quote failure messages inside parentheses); it changes at most
+              MAX_WRONG_DIFF lines (one planted bug, not a rewrite).
+For every day folder:
+  [stray]     only these files: NN_id.cu and NN_id.h (both, or neither), tests/test_NN_id.cpp of
+              an exercise, README.md, exercises.cmake, NN_id.md chapters of exercises on day 10,
+              and shared headers *.cuh that a file of the day (or its solutions) #includes.
+              solutions/<day>/ holds only NN_id.cu of exercises.
+For every markdown lesson:
+  [snippets]  tools/snippets.py --check passes: every `<!-- snippet: path#name -->` block equals
+              its source lines (make snippets refreshes them).
 Whether an untouched skeleton FAILS its tests is checked on a GPU by CTest (label: skeleton).
 """
 import difflib
 import pathlib
+import re
+import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import apply_patch  # noqa: E402
+import hint  # noqa: E402
+import snippets  # noqa: E402
+
 MAX_WRONG_DIFF = 40
+HEADER_1 = re.compile(r"^// Day (\d\d) · Exercise (\d\d) · \S.*$")
+TODO_MARKER = re.compile(r"//\s*TODO\b(\((\d+)\))?(\s*\(≈\s*\d+(?:\s*[-–]\s*\d+)?\s+lines?\))?\s*(:?)")
+LESSON_REF = re.compile(r'\b(?P<kw>[Ll]esson)(?P<colon>:?)\s*(?P<refs>"[^"]*"(?:\s*(?:›|,|and)\s*"[^"]*")*)')
+TEST_CASE = re.compile(r'\bTEST_CASE\s*\(\s*"((?:[^"\\]|\\.)*)"')
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+class Report:
+    def __init__(self):
+        self.items = []
+
+    def add(self, tag, msg):
+        self.items.append((tag, msg))
+
+    def about(self, rel):
+        return any(m.startswith(str(rel)) for _, m in self.items)
+
+
+def rel(p):
+    return p.relative_to(ROOT)
+
+
+# ---------------------------------------------------------------- [adds-only]
+def is_todo_line(line):
+    return "TODO" in line
+
+
+def is_continuation(line):
+    s = line.strip()
+    return s.startswith("//") and s[2:4] == "  "
 
 
 def kept_lines(path):
     """(line number, stripped text) of the skeleton lines a solution must keep."""
     kept, in_todo = [], False
     for no, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.strip()
-        if "TODO" in line:
+        if is_todo_line(raw):
             in_todo = True
             continue
-        if in_todo and line.startswith("//"):
+        if in_todo and is_continuation(raw):
             continue
         in_todo = False
-        if line:
-            kept.append((no, line))
+        if raw.strip():
+            kept.append((no, raw.strip()))
     return kept
 
 
@@ -54,47 +120,310 @@ def first_missing(skeleton, solution):
     return None
 
 
+# ---------------------------------------------------------------- [header]
+def check_header(skeleton, r):
+    lines = skeleton.read_text().splitlines() + ["", ""]
+    day, ex = skeleton.parent.name, skeleton.stem
+    dd, nn = re.match(r"day(\d\d)", day).group(1), ex[:2]
+    lesson = hint.lesson_path(skeleton)
+    chapters = hint.uses_chapters(skeleton.parent)
+    want2 = (f"// Lesson: {rel(lesson)}. Test: make test EX={ex}" if chapters else
+             f'// Lesson: {rel(lesson)}, section "<the exercise\'s heading>". Test: make test EX={ex}')
+    m = HEADER_1.match(lines[0])
+    if not m or m.groups() != (dd, nn):
+        r.add("header", f"{rel(skeleton)}:1: line 1 must be `// Day {dd} · Exercise {nn} · <title>: <one line>`"
+                        f" (found {lines[0][:70]!r})")
+    m = hint.HEADER_LESSON.match(lines[1])
+    if not m:
+        r.add("header", f"{rel(skeleton)}:2: line 2 must be `{want2}` (found {lines[1][:70]!r})")
+        return
+    path, section, test_ex = m.groups()
+    if test_ex != ex:
+        r.add("header", f"{rel(skeleton)}:2: `make test EX={test_ex}` names another exercise: write EX={ex}")
+    if path != str(rel(lesson)):
+        r.add("header", f"{rel(skeleton)}:2: the lesson is {rel(lesson)}, not {path}: `{want2}`")
+    elif not lesson.is_file():
+        r.add("header", f"{rel(skeleton)}:2: {path} does not exist: write the lesson "
+                        f"({'chapter' if chapters else 'day README'})")
+    if section is None and not chapters:
+        r.add("header", f"{rel(skeleton)}:2: name the exercise's section of {path}: `{want2}`")
+    elif section is not None and lesson.is_file() and section not in hint.heading_texts(lesson):
+        r.add("header", f"{rel(skeleton)}:2: {path} has no heading {section!r}{did_you_mean(section, [lesson])}")
+
+
+def did_you_mean(text, files):
+    heads = set().union(*(hint.heading_texts(f) for f in files)) if files else set()
+    close = difflib.get_close_matches(text, sorted(heads), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# ---------------------------------------------------------------- [todo]
+def check_todos(skeleton, r):
+    estimated, seen = set(), []
+    for no, line in enumerate(skeleton.read_text().splitlines(), 1):
+        for m in TODO_MARKER.finditer(line):
+            number, estimate, colon = m.group(2), m.group(3), m.group(4)
+            if number is None:
+                r.add("todo", f"{rel(skeleton)}:{no}: number it: `// TODO(n) (≈ N lines): …`")
+                continue
+            n = int(number)
+            if n not in seen:
+                seen.append(n)
+                if not estimate:
+                    r.add("todo", f"{rel(skeleton)}:{no}: TODO({n}) needs a size: "
+                                  f"`// TODO({n}) (≈ N lines): …`")
+                elif not colon:
+                    r.add("todo", f"{rel(skeleton)}:{no}: write `TODO({n}) (≈ N lines): what to write`")
+    if not seen:
+        r.add("todo", f"{rel(skeleton)}: no TODO(n) marker (is a solution sitting in the skeleton?)")
+    elif sorted(seen) != list(range(1, len(seen) + 1)):
+        r.add("todo", f"{rel(skeleton)}: TODO numbers {sorted(seen)} should be 1..{len(seen)} without gaps")
+    return len(seen)
+
+
+# ---------------------------------------------------------------- [lesson]
+def comment_runs(path):
+    """[(first line number, joined text)] of comments: a line's // comment plus the pure
+    comment lines directly below it, joined with spaces (a reference may wrap)."""
+    runs, cur = [], None
+    for no, raw in enumerate(path.read_text().splitlines(), 1):
+        pos = raw.find("//")
+        if pos < 0:
+            cur = None
+            continue
+        text = raw[pos + 2:].strip()
+        if cur is not None and raw.strip().startswith("//"):
+            cur[1] += " " + text
+        else:
+            cur = [no, text]
+            runs.append(cur)
+    return runs
+
+
+def check_lesson_refs(skeleton, files, r):
+    lesson_files = [f for f in hint.lesson_files(skeleton) if f.is_file()]
+    heads = set().union(*(hint.heading_texts(f) for f in lesson_files)) if lesson_files else set()
+    where = " / ".join(str(rel(f)) for f in hint.lesson_files(skeleton))
+    for path in files:
+        if not path.is_file():
+            continue
+        for no, text in comment_runs(path):
+            for m in LESSON_REF.finditer(text):
+                quoted = re.findall(r'"([^"]*)"', m.group("refs"))
+                if m.group("kw") != "lesson" or not m.group("colon") or "›" in m.group("refs"):
+                    r.add("lesson", f"{rel(path)}:{no}: write references as `(lesson: \"<heading>\")`"
+                                    f" (found `{m.group(0)[:60]}`; for a subsection quote only its heading)")
+                for q in quoted:
+                    if q not in heads:
+                        r.add("lesson", f"{rel(path)}:{no}: lesson heading {q!r} does not exist in "
+                                        f"{where}{did_you_mean(q, lesson_files)}: quote a heading exactly "
+                                        "(without the #s) or add it")
+
+
+# ---------------------------------------------------------------- [hints]
+def check_hints(skeleton, r):
+    ex = skeleton.stem
+    lesson, section = hint.find_section(ex)
+    if section is None:
+        want = rel(hint.lesson_path(skeleton))
+        r.add("hints", f"{rel(skeleton)}: no lesson found for {ex} in {want} (day 10: the chapter "
+                       "file; day 01/06: the section named by the skeleton's line 2)")
+        return
+    titles = [t for t, _ in hint.hints(section)]
+    numbers = [re.match(r"Hint\s+(\d+)", t) for t in titles]
+    if len(titles) != 3 or [m and m.group(1) for m in numbers] != ["1", "2", "3"]:
+        r.add("hints", f"{rel(lesson)}: the lesson of {ex} has {len(titles)} hint block(s) "
+                       f"{[re.sub(r'<[^>]+>', '', t) for t in titles]}: it needs exactly three, "
+                       "`<details><summary>Hint 1 · nudge</summary>`, Hint 2 · approach, Hint 3 · near-solution")
+
+
+# ---------------------------------------------------------------- [wrong]
+def test_case_names(test):
+    return {m.group(1).replace('\\"', '"') for m in TEST_CASE.finditer(test.read_text())} if test.is_file() else set()
+
+
+def quoted_outside_parens(text):
+    """Quoted strings of `text` not inside (...) (parentheses inside quotes do not count)."""
+    out, depth, i = [], 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            j = text.find('"', i + 1)
+            if j < 0:
+                break
+            if depth == 0:
+                out.append(text[i + 1:j])
+            i = j + 1
+            continue
+        depth += c == "("
+        depth -= c == ")" and depth > 0
+        i += 1
+    return out
+
+
+def preamble_field(preamble, name):
+    """The text of one preamble field, its continuation lines joined (up to a blank line or the
+    next field)."""
+    out, inside = [], False
+    for line in preamble:
+        if line.startswith(name):
+            inside, out = True, [line[len(name):].strip()]
+        elif inside and line.strip() and not any(line.startswith(f) for f in apply_patch.PREAMBLE_FIELDS):
+            out.append(line.strip())
+        else:
+            inside = False
+    return " ".join(out)
+
+
+def check_wrong(wrong, exercises, r):
+    day, name = wrong.parent.name, wrong.name
+    if wrong.suffix == ".cu":
+        r.add("wrong", f"{rel(wrong)}: wrong variants are patches now: make it "
+                       f"solutions/wrong/{day}/<id>__<bug>.patch (docs/conventions.md)")
+        return
+    m = re.fullmatch(r"(\d\d_\w+?)__(\w+)\.patch", name)
+    if not m or (day, m.group(1)) not in exercises:
+        r.add("wrong", f"{rel(wrong)}: not `<id>__<bug>.patch` of an exercise of {day}")
+        return
+    ex = m.group(1)
+    try:
+        patch, _, _, _ = apply_patch.load_and_apply(wrong, ROOT)
+    except apply_patch.PatchError as e:
+        r.add("wrong", str(e).replace(str(ROOT) + "/", ""))
+        return
+    want = f"solutions/{day}/{ex}.cu"
+    if patch.target != want:
+        r.add("wrong", f"{rel(wrong)}: patches {patch.target}; a wrong variant of {ex} patches {want}")
+    for f in patch.missing_fields():
+        r.add("wrong", f"{rel(wrong)}:1: the preamble lacks `{f} <prose>` (fields: "
+                       + ", ".join(apply_patch.PREAMBLE_FIELDS) + ")")
+    if patch.changed_lines() > MAX_WRONG_DIFF:
+        r.add("wrong", f"{rel(wrong)}: changes {patch.changed_lines()} lines (more than "
+                       f"{MAX_WRONG_DIFF}): plant one bug, not a rewrite")
+    caught = preamble_field(patch.preamble, "Caught by:")
+    if not caught:
+        return
+    test = ROOT / day / "tests" / f"test_{ex}.cpp"
+    names = test_case_names(test)
+    quoted = quoted_outside_parens(caught)
+    line = next((i for i, l in enumerate(patch.preamble, 1) if l.startswith("Caught by:")), 1)
+    unknown = [q for q in quoted if q not in names]
+    for q in unknown:
+        close = difflib.get_close_matches(q, sorted(names), n=1, cutoff=0.5)
+        r.add("wrong", f"{rel(wrong)}:{line}: \"Caught by\" quotes {q!r}, which is no TEST_CASE of "
+                       f"{rel(test)}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                       + "; quote test names exactly, anything else in parentheses")
+    if not set(quoted) & names and not unknown:
+        r.add("wrong", f"{rel(wrong)}:{line}: \"Caught by\" must quote the TEST_CASE name(s) that fail, "
+                       f"e.g. \"{sorted(names)[0] if names else '<test name>'}\"")
+
+
+# ---------------------------------------------------------------- [stray]
+def listed_files(folder):
+    """Files under `folder` that git would track (ignored build outputs skipped); all files
+    when this is not a git checkout."""
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", str(folder)],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        return sorted({ROOT / l for l in out.splitlines() if (ROOT / l).is_file()})
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def check_stray(day_dir, r):
+    ids = {p.stem for p in day_dir.glob("[0-9][0-9]_*.cu")} | {p.stem for p in day_dir.glob("[0-9][0-9]_*.h")}
+    chapters = hint.uses_chapters(day_dir)
+    includes = set()
+    for p in list(day_dir.glob("*.cu")) + list(day_dir.glob("*.h")) + list(day_dir.glob("*.cuh")) \
+            + list((ROOT / "solutions" / day_dir.name).glob("*.cu")):
+        includes |= {pathlib.Path(i).name for i in INCLUDE.findall(p.read_text())}
+    for f in listed_files(day_dir):
+        name, sub = f.name, f.parent.relative_to(day_dir)
+        m = re.fullmatch(r"(\d\d_\w+)\.(cu|h|md)", name)
+        if str(sub) == "." and m and m.group(2) in ("cu", "h"):
+            other = f.with_suffix(".h" if m.group(2) == "cu" else ".cu")
+            if not other.exists():
+                r.add("stray", f"{rel(f)}: no {other.name} beside it: an exercise needs both (an "
+                               "exercise in progress? create the skeleton .cu last, then nothing is stray)")
+            continue
+        if str(sub) == "." and m and m.group(2) == "md" and chapters:
+            if m.group(1) not in ids:
+                r.add("stray", f"{rel(f)}: a chapter of no exercise (no {m.group(1)}.cu)")
+            continue
+        if str(sub) == "." and name in ("README.md", "exercises.cmake"):
+            continue
+        if str(sub) == "." and name.endswith(".cuh"):
+            if name not in includes:
+                r.add("stray", f"{rel(f)}: a shared header nobody in {day_dir.name} or its solutions "
+                               "#includes: include it or remove it")
+            continue
+        t = re.fullmatch(r"test_(\d\d_\w+)\.cpp", name)
+        if str(sub) == "tests" and t:
+            if t.group(1) not in ids:
+                r.add("stray", f"{rel(f)}: the test of no exercise (no {day_dir.name}/{t.group(1)}.cu)")
+            continue
+        r.add("stray", f"{rel(f)}: not part of an exercise. A day folder holds NN_id.cu, NN_id.h, "
+                       "tests/test_NN_id.cpp, README.md, exercises.cmake"
+                       + (", NN_id.md chapters" if chapters else "") + " and included *.cuh headers: "
+                       "move it (common/ for shared code, docs/ for prose) or remove it")
+    sol_dir = ROOT / "solutions" / day_dir.name
+    for f in listed_files(sol_dir) if sol_dir.is_dir() else []:
+        if f.parent != sol_dir or f.suffix != ".cu" or f.stem not in ids:
+            r.add("stray", f"{rel(f)}: solutions/{day_dir.name}/ holds only NN_id.cu of the day's exercises")
+
+
+# ---------------------------------------------------------------- main
 def main():
-    problems, checked = [], 0
-    for skeleton in sorted(ROOT.glob("day*/[0-9][0-9]_*.cu")):
+    r, checked, todo_counts = Report(), 0, {}
+    skeletons = sorted(ROOT.glob("day*/[0-9][0-9]_*.cu"))
+    exercises = {(s.parent.name, s.stem) for s in skeletons}
+    for skeleton in skeletons:
         checked += 1
         day, ex = skeleton.parent.name, skeleton.stem
-        rel = skeleton.relative_to(ROOT)
+        header = skeleton.with_suffix(".h")
+        test = skeleton.parent / "tests" / f"test_{ex}.cpp"
         solution = ROOT / "solutions" / day / skeleton.name
-        for need in (skeleton.with_suffix(".h"), skeleton.parent / "tests" / f"test_{ex}.cpp", solution):
+        for need in (header, test, solution):
             if not need.exists():
-                problems.append(f"{rel}: missing {need.relative_to(ROOT)}")
+                r.add("files", f"{rel(skeleton)}: missing {rel(need)}")
         if not list((ROOT / "solutions" / "wrong" / day).glob(f"{ex}__*.patch")):
-            problems.append(f"{rel}: no wrong variant solutions/wrong/{day}/{ex}__<bug>.patch")
-        todos = skeleton.read_text().count("TODO")
-        if todos == 0:
-            problems.append(f"{rel}: no TODO left (is a solution sitting in the skeleton?)")
+            r.add("files", f"{rel(skeleton)}: no wrong variant solutions/wrong/{day}/{ex}__<bug>.patch")
+        check_header(skeleton, r)
+        todo_counts[skeleton] = check_todos(skeleton, r)
+        check_lesson_refs(skeleton, [skeleton, header, solution], r)
+        check_hints(skeleton, r)
         if solution.exists():
             miss = first_missing(skeleton, solution)
             if miss:
-                problems.append(f"{rel}:{miss[0]}: line not found (in order) in "
-                                f"{solution.relative_to(ROOT)}: {miss[1]!r} -- a solution may only "
-                                f"add lines or replace TODO lines")
-        print(f"  {'ok ' if not any(p.startswith(str(rel)) for p in problems) else 'BAD'} {rel} ({todos} TODOs)")
-    for wrong in sorted(ROOT.glob("solutions/wrong/day*/*.patch")):
-        try:
-            patch, _, _, _ = apply_patch.load_and_apply(wrong, ROOT)
-        except apply_patch.PatchError as e:
-            problems.append(str(e))
-            continue
-        if patch.changed_lines() > MAX_WRONG_DIFF:
-            problems.append(f"{wrong.relative_to(ROOT)}: changes {patch.changed_lines()} lines (more "
-                            f"than {MAX_WRONG_DIFF}): plant one bug, not a rewrite")
-    for wrong in sorted(ROOT.glob("solutions/wrong/day*/*.cu")):
-        problems.append(f"{wrong.relative_to(ROOT)}: wrong variants are patches now: "
-                        "make it solutions/wrong/<day>/<id>__<bug>.patch (tools/apply_patch.py)")
-    if problems:
-        print("\nskeleton contract violated:")
-        for p in problems:
-            print("  - " + p)
+                r.add("adds-only", f"{rel(skeleton)}:{miss[0]}: line not found (in order) in "
+                                   f"{rel(solution)}: {miss[1]!r} -- a solution may only add lines or "
+                                   "replace TODO lines; keep it in the solution, or, if it continues the "
+                                   "TODO above, indent it (`//   …`)")
+    for day_dir in sorted(p for p in ROOT.glob("day*") if p.is_dir()):
+        check_stray(day_dir, r)
+    wrongs = sorted(p for p in ROOT.glob("solutions/wrong/day*/*") if p.is_file())
+    for wrong in wrongs:
+        check_wrong(wrong, exercises, r)
+    snippet_problems, fresh, _ = snippets.run(ROOT, write=False)
+    for p in snippet_problems:
+        r.add("snippets", p)
+
+    for skeleton in skeletons:
+        s = rel(skeleton)
+        bad = any(m.startswith(str(s)) or m.startswith(str(rel(hint.lesson_path(skeleton))))
+                  or m.startswith(f"solutions/{s}") for _, m in r.items)
+        print(f"  {'BAD' if bad else 'ok '} {s} ({todo_counts[skeleton]} TODOs)")
+    if r.items:
+        print(f"\nexercise contract violated ({len(r.items)}; tools/check_skeletons.py and "
+              "docs/conventions.md explain each rule):")
+        for tag in ("files", "header", "todo", "lesson", "adds-only", "hints", "wrong", "stray", "snippets"):
+            for t, msg in r.items:
+                if t == tag:
+                    print(f"  [{tag}] {msg}")
         return 1
-    wrongs = len(list(ROOT.glob("solutions/wrong/day*/*.patch")))
-    print(f"skeleton contract: {checked} exercises ok, {wrongs} wrong variants each a small diff of its solution")
+    print(f"exercise contract: {checked} exercises ok (header, TODOs, lesson references, adds-only, "
+          f"three hints), {len(wrongs)} wrong variants apply and explain themselves, "
+          f"{fresh} snippets fresh, no stray files")
     return 0
 
 

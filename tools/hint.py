@@ -8,7 +8,7 @@ Where an exercise's lesson is:
   * day 10 (a day folder holding chapter files NN_id.md): the whole chapter <day>/NN_id.md;
   * day 01 and 06: a section of <day>/README.md: the heading named by the skeleton's header
     (`// Lesson: <day>/README.md, section "02 · flash attention". ...`), or, when the header
-    names none, the first heading that names the exercise (its id, or its number and first word).
+    names none (or names a heading that does not exist), the first heading that names the exercise (its id, or its number and first word).
     The section runs to the next heading of the same or a higher level.
 Hints are the <details><summary>Hint n · …</summary> … </details> blocks of that lesson, in order
 (other <details> blocks are not hints). A level that does not exist lists the ones that do and
@@ -95,11 +95,13 @@ def find_section(exercise):
     named = header_section(skeleton)
     number, _, name = exercise.partition("_")
     first_word = name.split("_")[0]
-    for k, (i, level, text) in enumerate(heads):
-        low = text.lower()
-        if (text == named) if named else (exercise in low or (low.startswith(number) and first_word in low)):
-            end = next((j for j, lv, _ in heads[k + 1:] if lv <= level), len(lines))
-            return lesson, lines[i:end]
+    by_name = [k for k, (_, _, text) in enumerate(heads) if text == named]
+    by_id = [k for k, (_, _, text) in enumerate(heads)
+             if exercise in text.lower() or (text.lower().startswith(number) and first_word in text.lower())]
+    for k in (by_name or by_id)[:1]:  # a header naming a missing heading is reported by the checker
+        i, level, _ = heads[k]
+        end = next((j for j, lv, _ in heads[k + 1:] if lv <= level), len(lines))
+        return lesson, lines[i:end]
     return None, None
 
 
