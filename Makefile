@@ -4,6 +4,7 @@
 #   make test EX=<id>         build and run one exercise's tests against YOUR code
 #   make check                CPU tests + every solution passes + every wrong variant is rejected
 #   make check-skeletons      the exercise contract (see tools/check_skeletons.py)
+#   make snippets             refresh the lessons' code blocks from the sources' snippet anchors
 #   make hint EX=<id> [LEVEL=n]  the n-th hint (1 nudge, 2 approach, 3 near-solution)
 #   make show-bug EX=<id> [BUG=<bug>]  the exercise's wrong variants; with BUG, that one's patch
 #   make bench                time every solution kernel (checked first) against measured roofs
@@ -29,7 +30,7 @@ EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
 # CTest's per-test results, read by tools/test_status.py for the ✔/✘/⊘/· lists.
 STATUS_XML  = $(abspath $(BUILD))/Testing/course-status.xml
 
-.PHONY: all build configure test check check-skeletons hint show-bug bench compare plot clean help list sanitize
+.PHONY: all build configure test check check-skeletons snippets hint show-bug bench compare plot clean help list sanitize
 
 all: build
 
@@ -70,7 +71,11 @@ check-skeletons: build
 	@$(CTEST) -L skeleton -j $(JOBS)
 
 hint:
-	@python3 tools/hint.py "$(EX)" $(or $(LEVEL),1)
+	@python3 tools/hint.py "$(EX)" "$(or $(LEVEL),1)"
+
+# Lessons show code through <!-- snippet: path#name --> blocks (tools/snippets.py); never edit one by hand.
+snippets:
+	@python3 tools/snippets.py --write
 
 show-bug:
 	@python3 tools/show_bug.py "$(EX)" $(BUG)
