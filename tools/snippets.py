@@ -158,13 +158,13 @@ def run(root=ROOT, write=False):
         rel_md = md_path.relative_to(root)
         lines = md_path.read_text().split("\n")
         blocks, errors = find_blocks(rel_md, lines)
-        problems += errors
+        file_problems = [(int(e.split(":")[1]), e) for e in errors]
         changed = False
         for b in reversed(blocks):  # bottom-up, so earlier line numbers stay valid while writing
             try:
                 want = source_snippet(root, b.path, b.name)
             except SnippetError as e:
-                problems.append(f"{rel_md}:{b.marker_no}: snippet {b.path}#{b.name}: {e}")
+                file_problems.append((b.marker_no, f"{rel_md}:{b.marker_no}: snippet {b.path}#{b.name}: {e}"))
                 continue
             want = [(b.indent + l) if l else "" for l in want]
             have = lines[b.body_start:b.body_end]
@@ -179,9 +179,10 @@ def run(root=ROOT, write=False):
             diff = list(difflib.unified_diff(have, want, "lesson", "source", lineterm="", n=1))[2:]
             shown = diff[:MAX_DIFF_LINES] + ([f"... ({len(diff) - MAX_DIFF_LINES} more diff lines)"]
                                              if len(diff) > MAX_DIFF_LINES else [])
-            problems.append(f"{rel_md}:{b.marker_no}: snippet {b.path}#{b.name} {what}: "
-                            "run `make snippets` (never edit the block by hand)\n"
-                            + "\n".join("      " + d for d in shown))
+            file_problems.append((b.marker_no, f"{rel_md}:{b.marker_no}: snippet {b.path}#{b.name} {what}: "
+                                  "run `make snippets` (never edit the block by hand)\n"
+                                  + "\n".join("      " + d for d in shown)))
+        problems += [msg for _, msg in sorted(file_problems, key=lambda x: x[0])]
         if changed:
             md_path.write_text("\n".join(lines))
             written.append(rel_md)
