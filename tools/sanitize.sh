@@ -80,8 +80,16 @@ if [ -n "$first_log" ]; then
   echo "First report ($first_log):"
   # A report is a block of "=========" lines: from its first line to the empty "=========" line
   # that ends it. The source line is shown because the build passes -lineinfo.
-  awk '/^========= / && !/COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY/ { on = 1 }
-       on { print; n++ } on && /^=========$/ { exit } n >= 60 { exit }' "$first_log"
-  echo "Each line names the kernel, the thread and block, and (\"at ...\") the source line."
+  # Racecheck lists one "and Read access" line per racing instruction: 12 lines say it all.
+  awk '/^========= / && !/COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY/ && !done { on = 1 }
+       on && /^=========$/ { on = 0; done = 1 }
+       on { if (n < 12) print; n++ }
+       END { if (n > 12) printf "=========     ... %d more lines of this report in the log\n", n - 12 }' "$first_log"
+  case $first_log in
+    *.memcheck.log)  echo "memcheck: an access outside an allocation (or misaligned): check the bounds and the index arithmetic at the named line." ;;
+    *.racecheck.log) echo "racecheck: two threads touched the same shared memory with no __syncthreads() between them: between the write's line and the read's line one barrier is missing." ;;
+    *.synccheck.log) echo "synccheck: a barrier that not every thread of the block reaches, e.g. a __syncthreads() inside an if or an early return." ;;
+    *.initcheck.log) echo "initcheck: a read of memory that nothing wrote: a tile loaded partly, or a buffer used before it was filled." ;;
+  esac
 fi
 exit $status
