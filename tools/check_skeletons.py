@@ -149,6 +149,9 @@ def check_header(skeleton, r):
         r.add("header", f"{rel(skeleton)}:2: name the exercise's section of {path}: `{want2}`")
     elif section is not None and lesson.is_file() and section not in hint.heading_texts(lesson):
         r.add("header", f"{rel(skeleton)}:2: {path} has no heading {section!r}{did_you_mean(section, [lesson])}")
+    elif section is not None and not chapters and not section.startswith(f"{nn} · "):
+        r.add("header", f"{rel(skeleton)}:2: section {section!r} is not exercise {nn}'s: name the "
+                        f"heading `{nn} · …` of {path}")
 
 
 def did_you_mean(text, files):
@@ -282,8 +285,12 @@ def check_wrong(wrong, exercises, r):
                        f"solutions/wrong/{day}/<id>__<bug>.patch (docs/conventions.md)")
         return
     m = re.fullmatch(r"(\d\d_\w+?)__(\w+)\.patch", name)
-    if not m or (day, m.group(1)) not in exercises:
-        r.add("wrong", f"{rel(wrong)}: not `<id>__<bug>.patch` of an exercise of {day}")
+    if not m:
+        r.add("wrong", f"{rel(wrong)}: name it `<id>__<bug>.patch` (lowercase words, two underscores)")
+        return
+    if (day, m.group(1)) not in exercises:
+        r.add("wrong", f"{rel(wrong)}: no exercise {m.group(1)} in {day} (no {day}/{m.group(1)}.cu "
+                       "skeleton yet?): a wrong variant belongs to an existing exercise")
         return
     ex = m.group(1)
     try:
