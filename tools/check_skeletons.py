@@ -68,14 +68,16 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
 class Report:
+    """Violations as (tag, message, exercise id or None), in the order found."""
+
     def __init__(self):
-        self.items = []
+        self.items, self.exercise = [], None
 
     def add(self, tag, msg):
-        self.items.append((tag, msg))
+        self.items.append((tag, msg, self.exercise))
 
-    def about(self, rel):
-        return any(m.startswith(str(rel)) for _, m in self.items)
+    def bad(self, exercise):
+        return any(ex == exercise for _, _, ex in self.items)
 
 
 def rel(p):
@@ -292,7 +294,7 @@ def check_wrong(wrong, exercises, r):
         r.add("wrong", f"{rel(wrong)}: no exercise {m.group(1)} in {day} (no {day}/{m.group(1)}.cu "
                        "skeleton yet?): a wrong variant belongs to an existing exercise")
         return
-    ex = m.group(1)
+    ex = r.exercise = m.group(1)
     try:
         patch, _, _, _ = apply_patch.load_and_apply(wrong, ROOT)
     except apply_patch.PatchError as e:
@@ -387,6 +389,7 @@ def main():
     for skeleton in skeletons:
         checked += 1
         day, ex = skeleton.parent.name, skeleton.stem
+        r.exercise = ex
         header = skeleton.with_suffix(".h")
         test = skeleton.parent / "tests" / f"test_{ex}.cpp"
         solution = ROOT / "solutions" / day / skeleton.name
@@ -406,25 +409,25 @@ def main():
                                    f"{rel(solution)}: {miss[1]!r} -- a solution may only add lines or "
                                    "replace TODO lines; keep it in the solution, or, if it continues the "
                                    "TODO above, indent it (`//   …`)")
+    r.exercise = None
     for day_dir in sorted(p for p in ROOT.glob("day*") if p.is_dir()):
         check_stray(day_dir, r)
     wrongs = sorted(p for p in ROOT.glob("solutions/wrong/day*/*") if p.is_file())
     for wrong in wrongs:
+        r.exercise = None
         check_wrong(wrong, exercises, r)
+    r.exercise = None
     snippet_problems, fresh, _ = snippets.run(ROOT, write=False)
     for p in snippet_problems:
         r.add("snippets", p)
 
     for skeleton in skeletons:
-        s = rel(skeleton)
-        bad = any(m.startswith(str(s)) or m.startswith(str(rel(hint.lesson_path(skeleton))))
-                  or m.startswith(f"solutions/{s}") for _, m in r.items)
-        print(f"  {'BAD' if bad else 'ok '} {s} ({todo_counts[skeleton]} TODOs)")
+        print(f"  {'BAD' if r.bad(skeleton.stem) else 'ok '} {rel(skeleton)} ({todo_counts[skeleton]} TODOs)")
     if r.items:
         print(f"\nexercise contract violated ({len(r.items)}; tools/check_skeletons.py and "
               "docs/conventions.md explain each rule):")
         for tag in ("files", "header", "todo", "lesson", "adds-only", "hints", "wrong", "stray", "snippets"):
-            for t, msg in r.items:
+            for t, msg, _ in r.items:
                 if t == tag:
                     print(f"  [{tag}] {msg}")
         return 1
