@@ -33,9 +33,11 @@ For every skeleton <day>/NN_id.cu:
 For every wrong variant solutions/wrong/<day>/<file>:
   [wrong]     it is `<id>__<bug>.patch` of an exercise of that day; it patches that exercise's
               solution and applies to it (tools/apply_patch.py, strict); its preamble has the four
-              fields Bug / What people write / Why it is wrong / Caught by; "Caught by" quotes at
-              least one TEST_CASE name of the exercise's test, and every quoted string outside
-              parentheses is one (quote failure messages inside parentheses); it changes at most
+              fields Bug / What people write / Why it is wrong / Caught by; "Caught by" names
+              TEST_CASEs of the exercise's test exactly: either quoted ("name" (remark), "name"),
+              where every quoted string outside parentheses must be a TEST_CASE name (quote
+              failure messages inside parentheses), or unquoted, names separated by `;`, each
+              with an optional (remark); it changes at most
               MAX_WRONG_DIFF lines (one planted bug, not a rewrite).
 For every day folder:
   [stray]     only these files: NN_id.cu and NN_id.h (both, or neither), tests/test_NN_id.cpp of
@@ -316,10 +318,13 @@ def check_wrong(wrong, exercises, r):
     names = test_case_names(test)
     quoted = quoted_outside_parens(caught)
     line = next((i for i, l in enumerate(patch.preamble, 1) if l.startswith("Caught by:")), 1)
+    if not quoted:  # the unquoted form: names separated by ';', remarks in parentheses
+        quoted = [n if n in names else re.sub(r"\s*\([^()]*\)", "", n).strip()
+                  for n in (piece.strip().rstrip(".") for piece in caught.split(";")) if n]
     unknown = [q for q in quoted if q not in names]
     for q in unknown:
         close = difflib.get_close_matches(q, sorted(names), n=1, cutoff=0.5)
-        r.add("wrong", f"{rel(wrong)}:{line}: \"Caught by\" quotes {q!r}, which is no TEST_CASE of "
+        r.add("wrong", f"{rel(wrong)}:{line}: \"Caught by\" names {q!r}, which is no TEST_CASE of "
                        f"{rel(test)}" + (f" (did you mean {close[0]!r}?)" if close else "")
                        + "; quote test names exactly, anything else in parentheses")
     if not set(quoted) & names and not unknown:
