@@ -9,6 +9,27 @@
 
 #include "attention_params.h"
 
+namespace course {
+
+// Shape of a rolling KV cache (day 10 · 02): the last window + 1 tokens of every sequence.
+struct RingCacheParams {
+  int batch = 1;
+  int heads_q = 1;
+  int heads_kv = 1;
+  int head_dim = 128;
+  int window = 0;      // w: a query sees itself and the w tokens before it; w + 1 slots
+  float scale = 0.f;   // 0 means 1/sqrt(D)
+
+  int capacity() const { return window + 1; }
+  float softmax_scale() const { return scale != 0.f ? scale : 1.f / std::sqrt(float(head_dim)); }
+  int group_size() const { return heads_q / heads_kv; }
+  int kv_head_of(int h) const { return h / group_size(); }
+  int64_t q_elems() const { return int64_t(batch) * heads_q * head_dim; }
+  int64_t cache_elems() const { return int64_t(batch) * heads_kv * capacity() * head_dim; }
+};
+
+}  // namespace course
+
 namespace course::ref {
 
 // c = a + b, element-wise (day 01's first exercise).
@@ -48,5 +69,16 @@ struct BlockSparseLayout {
 std::vector<float> block_sparse_attention(const std::vector<float>& q, const std::vector<float>& k,
                                           const std::vector<float>& v, const AttentionParams& p,
                                           const BlockSparseLayout& layout);
+
+// Decode over a rolling (ring) KV cache of a sliding-window model (day 10 · 02; implemented in
+// reference_window.cpp). One query token per sequence:
+//   q, o: [B, Hq, D]   k_cache, v_cache: [B, Hkv, window + 1, D], token t in slot t % (window + 1)
+//   seq_lens: int32 [B], tokens written so far (the query is token seq_lens[b] - 1); the query
+//   sees tokens max(0, L - 1 - window) .. L - 1. Slots not yet written are never read.
+std::vector<float> ring_decode_attention(const std::vector<float>& q,
+                                         const std::vector<float>& k_cache,
+                                         const std::vector<float>& v_cache,
+                                         const std::vector<int32_t>& seq_lens,
+                                         const RingCacheParams& p);
 
 }  // namespace course::ref
