@@ -7,9 +7,9 @@
 #include "cuda_check.h"
 
 __global__ void vector_add_kernel(const float* a, const float* b, float* c, int64_t n) {
-  // TODO(1): compute this thread's global index from blockIdx.x, blockDim.x and threadIdx.x
+  // TODO(1) (≈ 1 line): compute this thread's global index from blockIdx.x, blockDim.x and threadIdx.x
   //          (lesson: "Which element is mine?"). Do the arithmetic in int64_t: n can exceed 2^31.
-  // TODO(2): the grid may hold fewer threads than there are elements. Loop over
+  // TODO(2) (≈ 3 lines): the grid may hold fewer threads than there are elements. Loop over
   //          i, i + stride, i + 2·stride, ... with stride = blockDim.x · gridDim.x (the total
   //          number of threads), writing c[i] = a[i] + b[i] while i < n (lesson: "Grid-stride loops").
 }
@@ -22,7 +22,7 @@ void vector_add(const float* a, const float* b, float* c, int64_t n, cudaStream_
   if (n == 0) return;  // a launch with zero blocks is an error, and there is no work anyway
 
   const int threads = 256;  // a multiple of the warp size (32); see the lesson for why 256
-  // TODO(3): one thread per element would need ceil(n / threads) blocks. Launch that many, but
+  // TODO(3) (≈ 4 lines): one thread per element would need ceil(n / threads) blocks. Launch that many, but
   //          at most 32 blocks per multiprocessor (cudaDevAttrMultiProcessorCount): the
   //          grid-stride loop covers the rest (lesson: "How many blocks?").
   const int blocks = 1;  // TODO(3): replace

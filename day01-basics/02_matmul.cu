@@ -31,7 +31,7 @@ void check_matmul_args(const char* who, const float* a, const float* b, const fl
 }  // namespace
 
 __global__ void matmul_naive_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  // TODO(1): this thread owns C[row, col]: col from the x coordinates (blockIdx.x, blockDim.x,
+  // TODO(1) (≈ 8 lines): this thread owns C[row, col]: col from the x coordinates (blockIdx.x, blockDim.x,
   //          threadIdx.x), row from the y ones (lesson: "The naive kernel: one thread per output").
   //          Return if the thread lies outside C (the last blocks overhang it), then sum
   //          a[row·k + t] · b[col·k + t] over t in a float and store it at c[row·n + col].
@@ -44,7 +44,7 @@ void matmul_naive(const float* a, const float* b, float* c, int m, int n, int k,
   if (m == 0 || n == 0) return;  // an empty C: nothing to launch
 
   const dim3 block(kNaiveX, kNaiveY);
-  const dim3 grid(1, 1);  // TODO(2): enough blocks to cover n columns (x) and m rows (y), rounded
+  const dim3 grid(1, 1);  // TODO(2) (≈ 1 line): enough blocks to cover n columns (x) and m rows (y), rounded
   //                        up (lesson: "The naive kernel: one thread per output").
   matmul_naive_kernel<<<grid, block, 0, stream>>>(a, b, c, m, n, k);
   CUDA_CHECK_LAUNCH();
@@ -64,15 +64,15 @@ __global__ void matmul_tiled_kernel(const float* a, const float* b, float* c, in
 
   float acc = 0.f;
   for (int t0 = 0; t0 < k; t0 += kTile) {
-    // TODO(3): thread (ty, tx) loads ONE element of each tile: a_tile[ty][tx] = A[row0 + ty, t0 + tx]
+    // TODO(3) (≈ 3 lines): thread (ty, tx) loads ONE element of each tile: a_tile[ty][tx] = A[row0 + ty, t0 + tx]
     //          and b_tile[ty][tx] = B[col0 + ty, t0 + tx], or 0 where that element lies outside
     //          A, B or past k (lesson: "Tiles in shared memory" and "Edge tiles").
-    // TODO(4): make the whole block wait until both tiles are complete (lesson: "The two barriers").
-    // TODO(5): acc += a_tile[ty][t] · b_tile[tx][t] for t over the tile (lesson: "Tiles in shared memory").
-    // TODO(6): make the whole block wait again before the next iteration overwrites the tiles
+    // TODO(4) (≈ 1 line): make the whole block wait until both tiles are complete (lesson: "The two barriers").
+    // TODO(5) (≈ 1 line): acc += a_tile[ty][t] · b_tile[tx][t] for t over the tile (lesson: "Tiles in shared memory").
+    // TODO(6) (≈ 1 line): make the whole block wait again before the next iteration overwrites the tiles
     //          (lesson: "The two barriers").
   }
-  // TODO(7): write acc to C[row0 + ty, col0 + tx] if that element exists (lesson: "Edge tiles").
+  // TODO(7) (≈ 2 lines): write acc to C[row0 + ty, col0 + tx] if that element exists (lesson: "Edge tiles").
 }
 
 void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k,
@@ -81,7 +81,7 @@ void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k,
   if (m == 0 || n == 0) return;
 
   const dim3 block(kTile, kTile);
-  const dim3 grid(1, 1);  // TODO(8): one block per kTile×kTile tile of C: x over n, y over m
+  const dim3 grid(1, 1);  // TODO(8) (≈ 1 line): one block per kTile×kTile tile of C: x over n, y over m
   //                        (lesson: "Tiles in shared memory").
   matmul_tiled_kernel<<<grid, block, 0, stream>>>(a, b, c, m, n, k);
   CUDA_CHECK_LAUNCH();

@@ -18,14 +18,14 @@ constexpr unsigned kFullMask = 0xffffffffu;  // all 32 lanes take part in every 
 }  // namespace
 
 __device__ float warp_max(float v) {
-  // TODO(1): combine the 32 lanes' values so that lane 0 ends up with their max: five steps of
+  // TODO(1) (≈ 1 line): combine the 32 lanes' values so that lane 0 ends up with their max: five steps of
   //          __shfl_down_sync(kFullMask, v, offset) with offset = 16, 8, 4, 2, 1
   //          (lesson: "Warp shuffles").
   return v;
 }
 
 __device__ float warp_sum(float v) {
-  // TODO(2): the same tree, adding instead of taking the max (lesson: "Warp shuffles").
+  // TODO(2) (≈ 1 line): the same tree, adding instead of taking the max (lesson: "Warp shuffles").
   return v;
 }
 
@@ -33,17 +33,17 @@ __global__ void row_reduce_kernel(const float* x, float* row_max, float* row_sum
   const float* row = x + int64_t(blockIdx.x) * cols;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
-  float m = 0.f;  // TODO(3): is 0 the right starting value for a max? (lesson: "Identities")
+  float m = 0.f;  // TODO(3) (≈ 1 line): is 0 the right starting value for a max? (lesson: "Identities")
   float s = 0.f;
-  // TODO(4): block-stride loop: thread t visits columns t, t + blockDim.x, ... below cols,
+  // TODO(4) (≈ 5 lines): block-stride loop: thread t visits columns t, t + blockDim.x, ... below cols,
   //          folding each value into m (fmaxf) and s (lesson: "Block reduction through shared memory").
   m = warp_max(m);
   s = warp_sum(s);
 
   __shared__ float warp_m[kWarps], warp_s[kWarps];
-  // TODO(5): lane 0 of each warp stores the warp's partials in warp_m[warp], warp_s[warp]; then
+  // TODO(5) (≈ 5 lines): lane 0 of each warp stores the warp's partials in warp_m[warp], warp_s[warp]; then
   //          the block waits until all are stored (lesson: "Block reduction through shared memory").
-  // TODO(6): warp 0 loads the kWarps partials (identities in the lanes beyond kWarps), reduces
+  // TODO(6) (≈ 10 lines): warp 0 loads the kWarps partials (identities in the lanes beyond kWarps), reduces
   //          them with warp_max / warp_sum, and lane 0 writes row_max[blockIdx.x], row_sum[blockIdx.x]
   //          (lesson: "Block reduction through shared memory").
 }
@@ -57,7 +57,7 @@ void row_reduce(const float* x, float* row_max, float* row_sum, int rows, int co
   course::require_positive(cols, "row_reduce", "cols");
   if (rows == 0) return;
 
-  const int blocks = 1;  // TODO(7): one block per row (lesson: "Block reduction through shared memory").
+  const int blocks = 1;  // TODO(7) (≈ 1 line): one block per row (lesson: "Block reduction through shared memory").
   row_reduce_kernel<<<blocks, kThreads, 0, stream>>>(x, row_max, row_sum, cols);
   CUDA_CHECK_LAUNCH();
 }

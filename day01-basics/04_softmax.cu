@@ -56,12 +56,12 @@ __global__ void softmax_safe_kernel(const float* x, float* y, int cols) {
   float* y_row = y + int64_t(blockIdx.x) * cols;
   __shared__ float scratch[kWarps];
 
-  // TODO(1): pass 1: m = the row's max. Each thread folds its columns (threadIdx.x, then steps of
+  // TODO(1) (≈ 3 lines): pass 1: m = the row's max. Each thread folds its columns (threadIdx.x, then steps of
   //          blockDim.x) into a local max, then block_allreduce_max(m, scratch) gives every thread
   //          the row's max (lesson: "Safe softmax in three passes").
-  // TODO(2): pass 2: ℓ = Σ_c expf(x_c - m), the same way with block_allreduce_sum
+  // TODO(2) (≈ 3 lines): pass 2: ℓ = Σ_c expf(x_c - m), the same way with block_allreduce_sum
   //          (lesson: "Safe softmax in three passes").
-  // TODO(3): pass 3: y_c = expf(x_c - m) / ℓ for this thread's columns. y may alias x: is it safe
+  // TODO(3) (≈ 2 lines): pass 3: y_c = expf(x_c - m) / ℓ for this thread's columns. y may alias x: is it safe
   //          to write y_c here? (lesson: "Safe softmax in three passes" and "In place").
 }
 
@@ -76,14 +76,14 @@ struct MaxSum {
 // Fold one more value into the state. If x raises the max, every term already in l was computed
 // relative to the old max and must be rescaled by exp(m_old - m_new) <= 1.
 __device__ MaxSum online_update(MaxSum st, float x) {
-  // TODO(4): the new max is max(st.m, x); rescale st.l from the old max to the new one, add
+  // TODO(4) (≈ 3 lines): the new max is max(st.m, x); rescale st.l from the old max to the new one, add
   //          x's own term, store the new max (lesson: "Online softmax: one pass for m and ℓ").
   return st;
 }
 
 // Merge two states over disjoint segments: the same rescaling, applied to both sides.
 __device__ MaxSum online_merge(MaxSum a, MaxSum b) {
-  // TODO(5): m = max(a.m, b.m); ℓ = a.l·exp(a.m - m) + b.l·exp(b.m - m). Careful when BOTH
+  // TODO(5) (≈ 4 lines): m = max(a.m, b.m); ℓ = a.l·exp(a.m - m) + b.l·exp(b.m - m). Careful when BOTH
   //          states are empty, m = -inf (lesson: "Merging two partial states").
   return a;
 }
@@ -117,9 +117,9 @@ __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
   __shared__ float scratch_m[kWarps], scratch_l[kWarps];
 
   MaxSum st{-INFINITY, 0.f};
-  // TODO(6): pass 1: fold this thread's columns into st with online_update, then merge all
+  // TODO(6) (≈ 2 lines): pass 1: fold this thread's columns into st with online_update, then merge all
   //          threads' states with block_merge (lesson: "Online softmax: one pass for m and ℓ").
-  // TODO(7): pass 2: y_c = expf(x_c - st.m) / st.l for this thread's columns
+  // TODO(7) (≈ 2 lines): pass 2: y_c = expf(x_c - st.m) / st.l for this thread's columns
   //          (lesson: "Online softmax: one pass for m and ℓ").
 }
 

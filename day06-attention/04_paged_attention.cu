@@ -1,8 +1,7 @@
 // Day 06 · Exercise 04 · paged attention (decode): one query token per sequence over a paged KV cache.
 // Lesson: day06-attention/README.md, section "04 · paged attention". Test: make test EX=04_paged_attention
-//
-// YOUR TASK: fill in the TODO(1)..TODO(5) markers. The thread layout, the loads-in-flight loop,
-// the merge of partial softmax states and the launcher are given.
+// YOUR TASK: fill in the markers TODO(1)..(5). The thread layout, the loads-in-flight loop, the
+//   merge of partial softmax states and the launcher are given.
 //
 // Decode is memory bound (about 1 FLOP per byte of K/V for G = 1), so the whole design is about
 // reading every K/V byte exactly once, as fast as HBM allows:
@@ -79,9 +78,9 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
   for (int g = 0; g < GB; ++g) {
     q_h[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (g0 + g < group) {
-      // TODO(1): `row` = b·Hq + h for head h = g0 + g of KV head hk's group (query head h reads KV
+      // TODO(1) (≈ 2 lines): `row` = b·Hq + h for head h = g0 + g of KV head hk's group (query head h reads KV
       //          head h / G); load float4 `col` of that q row into q_h[g]
-      //          (lesson "04 · paged attention" › "Who serves which head").
+      //          (lesson: "Who serves which head").
     }
     acc[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     m[g] = -INFINITY;
@@ -97,7 +96,7 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
       const int t = t0 + u * kTokensPerStep + slot;
       k_t[u] = v_t[u] = make_float4(0.f, 0.f, 0.f, 0.f);
       if (t < len) {
-        const int physical = 0;  // TODO(2): the physical block holding token t (lesson "04 · paged attention" › "The address computation")
+        const int physical = 0;  // TODO(2) (≈ 2 lines): the physical block holding token t (lesson: "The address computation")
         const size_t row = 0;    // TODO(2): row of token t, KV head hk, in [num_blocks, Hkv, block_size] order
         k_t[u] = k4[row * kLanesPerToken + col];
         v_t[u] = v4[row * kLanesPerToken + col];
@@ -109,13 +108,13 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
       float s_max = -INFINITY;
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        // TODO(3): s[u] = q_h[g]·k_t[u] summed over the kLanesPerToken lanes of the token
+        // TODO(3) (≈ 5 lines): s[u] = q_h[g]·k_t[u] summed over the kLanesPerToken lanes of the token
         //          (__shfl_xor_sync, offsets kLanesPerToken/2 .. 1), -inf for tokens t >= len; keep s_max
-        //          (lesson "04 · paged attention" › "TODO walk-through").
+        //          (lesson: "04 · TODO walk-through").
       }
-      // TODO(4): online softmax update of m[g], l[g], acc[g] with the kUnroll scores: m in raw
+      // TODO(4) (≈ 10 lines): online softmax update of m[g], l[g], acc[g] with the kUnroll scores: m in raw
       //          score units, weights exp2f((s - m)·scale_log2) (subtract first, then scale),
-      //          never -inf - (-inf) (lesson "04 · paged attention" › "TODO walk-through").
+      //          never -inf - (-inf) (lesson: "04 · TODO walk-through").
     }
   }
 
@@ -154,8 +153,8 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
     float4 acc_all = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int w = 0; w < kWarps; ++w) merge_state(m_all, l_all, acc_all, part_m[w][g], part_l[w][g], part_acc[w][g][c],
                                                     scale_log2);
-    // TODO(5): write acc_all / l_all (zeros when l_all == 0: context length 0) to float4 c of
-    //          query head g0 + g's output row (lesson "04 · paged attention" › "TODO walk-through").
+    // TODO(5) (≈ 3 lines): write acc_all / l_all (zeros when l_all == 0: context length 0) to float4 c of
+    //          query head g0 + g's output row (lesson: "04 · TODO walk-through").
   }
 }
 
