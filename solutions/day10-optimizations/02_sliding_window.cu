@@ -1,0 +1,214 @@
+// Day 10 · Exercise 02 · sliding-window attention (fp32): band tiles only, and decode over a ring KV cache.
+// Lesson: day10-optimizations/02_sliding_window.md. Test: make test EX=02_sliding_window
+//
+// The tile machinery (S_ij in registers, padded shared memory, cp.async, the exact exp2 online
+// softmax) is exercise 01's, shared through flash_fp32_tiles.cuh: attend_tiles<C> walks the key
+// tiles it is told to walk. What this exercise adds is only the sparsity:
+//
+//   * prefill: a query tile visits the key tiles that intersect its band
+//     [q0 + off − w, q_last + off] and no other, so the work is O(N·w) instead of O(N²);
+//     only tiles that cut through one of the band's two edges pay for the per-element mask;
+//   * decode: the cache holds the last w + 1 tokens in a ring; attention does not care about
+//     the order of its keys, so the kernel reads the written slots in slot order, never
+//     "unrolling" the ring.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "02_sliding_window.h"
+#include "check_args.h"
+#include "flash_fp32_tiles.cuh"
+#include "smem_limit.h"
+
+namespace {
+
+using flash_fp32::FlashConfig;
+
+// ---------------------------------------------------------------------------------------------
+// Prefill: one block per (query tile, query head, batch). Query i sees keys
+// [i + off − w, i + off]; w has been clamped to at most seq_k on the host (a wider window is
+// plain causal), so i + off − w cannot overflow.
+template <class C>
+__global__ void __launch_bounds__(C::kThreads)
+sliding_window_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                      float* __restrict__ o, int heads, int group, int seq_q, int seq_k, float scale, int w) {
+  constexpr int BR = C::BR, BC = C::BC, D = C::D;
+  const int q0 = blockIdx.x * BR;
+  const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;
+  const int64_t bh_kv = bh / group;  // GQA: query head h reads KV head h / G
+  const int off = seq_k - seq_q;     // bottom-right alignment
+  const int q_last = min(q0 + BR, seq_q) - 1;  // last real row of this tile
+
+  // Which key tiles to visit: first_tile, first_tile + 1, ..., first_tile + n_tiles - 1.
+  int first_tile = 0;
+  int n_tiles = (seq_k + BC - 1) / BC;
+  // snippet-begin: band-tiles
+  // The band of the whole tile: the first row's lowest key to the last row's highest key.
+  const int band_lo = max(q0 + off - w, 0);
+  const int band_hi = min(q_last + off, seq_k - 1);
+  first_tile = band_lo / BC;  // the tile holding band_lo: usually only partly visible
+  n_tiles = band_hi < band_lo ? 0 : band_hi / BC - first_tile + 1;
+  // snippet-end: band-tiles
+
+  // Which tiles need the per-element test, and the test itself. A tail tile (keys past seq_k)
+  // always does; attend_tiles hides those keys on its own.
+  auto needs_mask = [=](int kv0) {
+    bool partial = kv0 + BC > seq_k;
+    // snippet-begin: band-mask
+    // A tile is full when every real row sees every key of it: it ends at or below the first
+    // row's diagonal and starts at or above the last row's window edge. Only the tiles that cut
+    // an edge of the band pay for the per-element test.
+    partial = partial || kv0 + BC - 1 > q0 + off || kv0 < q_last + off - w;
+    // snippet-end: band-mask
+    return partial;
+  };
+  auto visible = [=](int i, int key) {
+    bool seen = true;
+    // snippet-begin: band-visible
+    seen = key <= i + off && key >= i + off - w;  // i + off − w <= key <= i + off
+    // snippet-end: band-visible
+    return seen;
+  };
+
+  flash_fp32::attend_tiles<C>(q + bh * seq_q * D, k + bh_kv * seq_k * D, v + bh_kv * seq_k * D, o + bh * seq_q * D,
+                              q0, seq_q, seq_k, scale, n_tiles, [=](int t) { return (first_tile + t) * BC; },
+                              needs_mask, visible);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ring decode: one block per (group of query heads, KV head, sequence). The G query heads that
+// share a KV head are consecutive rows of q [B, Hq, D], so they form one small query tile and
+// every K/V slot is read once for all of them. The keys are the ring's slots [0, n_valid).
+template <class C>
+__global__ void __launch_bounds__(C::kThreads)
+ring_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
+                   const float* __restrict__ v_cache, const int32_t* __restrict__ seq_lens,
+                   float* __restrict__ o, int heads_q, int heads_kv, int capacity, float scale) {
+  constexpr int BC = C::BC, D = C::D;
+  const int group = heads_q / heads_kv;
+  const int q0 = blockIdx.x * C::BR;  // first query head of this tile within the group
+  const int hk = blockIdx.y, b = blockIdx.z;
+  const int64_t q_off = (int64_t(b) * heads_q + int64_t(hk) * group) * D;
+  const int64_t kv_off = (int64_t(b) * heads_kv + hk) * int64_t(capacity) * D;
+  const int len = seq_lens[b];
+
+  int n_valid = 0;  // the ring slots [0, n_valid) hold the tokens this query sees
+  // snippet-begin: ring-slots
+  // Tokens max(0, len − 1 − w) .. len − 1 are in the window, token t in slot t % (w + 1): before
+  // the ring wraps (len ≤ w + 1) they fill slots 0 .. len − 1; after, every slot holds one of
+  // them. Either way the visible keys are exactly slots [0, min(len, w + 1)), in some order,
+  // and the softmax does not care about order. Slots past n_valid are never loaded.
+  n_valid = max(0, min(len, capacity));
+  // snippet-end: ring-slots
+  const int n_tiles = (n_valid + BC - 1) / BC;
+
+  // Keys past n_valid are masked (and never copied) by attend_tiles itself, which treats
+  // n_valid as seq_k; every other slot is visible to every query head.
+  flash_fp32::attend_tiles<C>(q + q_off, k_cache + kv_off, v_cache + kv_off, o + q_off, q0, group, n_valid, scale,
+                              n_tiles, [=](int t) { return t * BC; },
+                              [=](int kv0) { return kv0 + BC > n_valid; }, [](int, int) { return true; });
+}
+
+template <class C>
+void launch_prefill(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                    int w, cudaStream_t stream) {
+  const auto kernel = sliding_window_kernel<C>;
+  flash_fp32::allow_smem(kernel, C::kSmemBytes);
+  const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.group_size(), p.seq_q, p.seq_k,
+                                                        p.softmax_scale(), w);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class C>
+void launch_decode(const float* q, const float* k_cache, const float* v_cache, const int32_t* seq_lens, float* o,
+                   const course::RingCacheParams& p, cudaStream_t stream) {
+  const auto kernel = ring_decode_kernel<C>;
+  flash_fp32::allow_smem(kernel, C::kSmemBytes);
+  const dim3 grid((p.group_size() + C::BR - 1) / C::BR, p.heads_kv, p.batch);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k_cache, v_cache, seq_lens, o, p.heads_q, p.heads_kv,
+                                                        p.capacity(), p.softmax_scale());
+  CUDA_CHECK_LAUNCH();
+}
+
+void check_aligned(const void* ptr, const char* fn, const char* field) {
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, fn, field,
+                  "must be 16-byte aligned (rows are copied as float4)");
+}
+
+void check_heads(int batch, int heads_q, int heads_kv, int head_dim, const char* fn) {
+  course::require_positive(batch, fn, "batch");
+  course::require(batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
+  course::require_positive(heads_q, fn, "heads_q");
+  course::require(heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
+  course::require_positive(heads_kv, fn, "heads_kv");
+  course::require(heads_kv <= heads_q && heads_q % heads_kv == 0, fn, "heads_kv",
+                  "must divide heads_q (got heads_q=" + std::to_string(heads_q) +
+                      ", heads_kv=" + std::to_string(heads_kv) + ")");
+  course::require(head_dim == 32 || head_dim == 64 || head_dim == 128, fn, "head_dim",
+                  "must be 32, 64 or 128 (got " + std::to_string(head_dim) + ")");
+}
+
+}  // namespace
+
+void sliding_window_attention(const float* q, const float* k, const float* v, float* o,
+                              const course::AttentionParams& p, cudaStream_t stream) {
+  const char* fn = "sliding_window_attention";
+  course::require_not_null(q, fn, "q");
+  course::require_not_null(k, fn, "k");
+  course::require_not_null(v, fn, "v");
+  course::require_not_null(o, fn, "o");
+  check_aligned(q, fn, "q");
+  check_aligned(k, fn, "k");
+  check_aligned(v, fn, "v");
+  check_aligned(o, fn, "o");
+  check_heads(p.batch, p.heads_q, p.heads_kv, p.head_dim, fn);
+  course::require_positive(p.seq_q, fn, "seq_q");
+  course::require_positive(p.seq_k, fn, "seq_k");
+  course::require_non_negative(p.window, fn, "window");
+  // i + off <= seq_k − 1, so a window of seq_k or more reaches key 0 from every row: plain
+  // causal. Clamping keeps i + off − w far from integer overflow.
+  const int w = std::min(p.window, p.seq_k);
+
+  const int smem_limit = course::smem_limit_per_block();
+  auto go = [&](auto config) { launch_prefill<decltype(config)>(q, k, v, o, p, w, stream); };
+  switch (p.head_dim) {  // the tile shapes of exercise 01 (FlashConfig<D, BR, BC, kRowsPerThread>)
+    case 32: flash_fp32::with_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, go); break;
+    case 64:
+      flash_fp32::with_first_fitting<FlashConfig<64, 64, 64, 8>, FlashConfig<64, 64, 32, 8>>(smem_limit, go);
+      break;
+    default:
+      flash_fp32::with_first_fitting<FlashConfig<128, 128, 64, 8>, FlashConfig<128, 64, 32, 8>,
+                                     FlashConfig<128, 32, 32, 4>>(smem_limit, go);
+      break;
+  }
+}
+
+void ring_decode_attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* seq_lens,
+                           float* o, const course::RingCacheParams& p, cudaStream_t stream) {
+  const char* fn = "ring_decode_attention";
+  course::require_not_null(q, fn, "q");
+  course::require_not_null(k_cache, fn, "k_cache");
+  course::require_not_null(v_cache, fn, "v_cache");
+  course::require_not_null(seq_lens, fn, "seq_lens");
+  course::require_not_null(o, fn, "o");
+  check_aligned(q, fn, "q");
+  check_aligned(k_cache, fn, "k_cache");
+  check_aligned(v_cache, fn, "v_cache");
+  check_aligned(o, fn, "o");
+  check_heads(p.batch, p.heads_q, p.heads_kv, p.head_dim, fn);
+  course::require_non_negative(p.window, fn, "window");
+  course::require(p.window < (1 << 30), fn, "window", "must be < 2^30 (slot indices are int)");
+
+  // A decode "query tile" is the G query heads of one KV head: small tiles (BR = 8 or 16 rows)
+  // instead of prefill's 64-128, so few rows are padding. Keys in tiles of 64 slots.
+  const int smem_limit = course::smem_limit_per_block();
+  auto go = [&](auto config) { launch_decode<decltype(config)>(q, k_cache, v_cache, seq_lens, o, p, stream); };
+  switch (p.head_dim) {
+    case 32: flash_fp32::with_first_fitting<FlashConfig<32, 8, 64, 4>>(smem_limit, go); break;
+    case 64: flash_fp32::with_first_fitting<FlashConfig<64, 8, 64, 4>>(smem_limit, go); break;
+    default: flash_fp32::with_first_fitting<FlashConfig<128, 8, 64, 4>, FlashConfig<128, 8, 32, 4>>(smem_limit, go); break;
+  }
+}
