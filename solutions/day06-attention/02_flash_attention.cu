@@ -6,6 +6,8 @@
 // query row: its scores S_ij (Bc of them), its running max m_i and sum ℓ_i, and its output row
 // O_i (D floats) all live in that thread's registers, so the softmax needs no communication.
 // The Nq × Nk score matrix never exists: per query row only Bc scores at a time.
+// YOUR TASK: TODO(1)..TODO(5), the algorithm itself. The tile loader, the shared-memory layout,
+// the two barriers, the register arrays and the launcher are given.
 #include <cuda_runtime.h>
 
 #include <cmath>
