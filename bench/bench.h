@@ -1,14 +1,22 @@
-// The bench's vocabulary: what a kernel entry is, what a shape is, what one measurement holds.
+// The bench's vocabulary and its registry: what a shape, a kernel and a workload family are.
 //
-// The bench never calls a kernel directly: every entry holds a pointer to an exercise's
-// LAUNCHER (the function declared in the day's header), exactly what the tests call. Which
-// launchers exist depends on which exercises have landed, so the registry files
-// (kernels_day01.cpp, kernels_day06.cpp) are compiled with BENCH_HAVE_<id> definitions that
-// bench/CMakeLists.txt sets only for the libraries it found.
+// Each family lives in one file, bench/family_<name>.cpp, which registers the family
+// (add_family) and the kernels it drives (add_kernel) from a static initialiser; the runner
+// (main.cpp) only loops over what was registered. A kernel entry carries closures that already
+// know its launcher's signature, its inputs and its reference check, so nothing outside the
+// family file needs to know them: adding a family or a kernel touches one file.
+//
+// The bench never calls a kernel directly: every launch goes through an exercise's LAUNCHER
+// (the function declared in the day's header), exactly what the tests call. Which launchers
+// exist depends on which exercises have landed: family files wrap each one in
+// `#ifdef BENCH_HAVE_<id>`, defined by bench/CMakeLists.txt only for libraries it found.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,75 +24,43 @@
 
 namespace bench {
 
-// Workloads that share an input set-up, a validation routine and a cost model.
-enum class Family { kVector, kMatmul, kRowReduce, kSoftmax, kPrefill, kDecode };
-const char* family_name(Family f);
-
-using VectorFn = void (*)(const float* a, const float* b, float* c, int64_t n, cudaStream_t);
-using MatmulFn = void (*)(const float* a, const float* b, float* c, int m, int n, int k,
-                          cudaStream_t);
-using RowReduceFn = void (*)(const float* x, float* row_max, float* row_sum, int rows, int cols,
-                             cudaStream_t);
-using SoftmaxFn = void (*)(const float* x, float* y, int rows, int cols, cudaStream_t);
-// Prefill attention. `workspace` is only used by kernels that declare workspace_bytes.
-using PrefillFn = void (*)(const float* q, const float* k, const float* v, float* o,
-                           float* workspace, const course::AttentionParams& p, cudaStream_t);
-using WorkspaceFn = size_t (*)(const course::AttentionParams& p);
-using PagedFn = void (*)(const float* q, const float* k_cache, const float* v_cache,
-                         const int32_t* block_table, const int32_t* context_lens, float* o,
-                         const course::PagedParams& p, cudaStream_t);
-
-struct Kernel {
-  std::string name;      // e.g. "flash_attention" (what --kernel matches, with `exercise`)
-  std::string exercise;  // e.g. "02_flash_attention"; "baseline" for the cuBLAS attention
-  Family family = Family::kVector;
-  // Exactly one of these is set, matching `family`.
-  VectorFn vector = nullptr;
-  MatmulFn matmul = nullptr;
-  RowReduceFn row_reduce = nullptr;
-  SoftmaxFn softmax = nullptr;
-  PrefillFn prefill = nullptr;
-  PagedFn paged = nullptr;
-  WorkspaceFn workspace_bytes = nullptr;  // prefill kernels with an N×N scratch buffer
-  bool prefill_gqa_grid = false;  // in the default grid: run on the GQA shapes (else MHA ones)
-  bool quadratic_memory = false;  // skipped in the default grid above --quadratic-max-n
-};
-
-// The registry: solution (or learner) launchers that this binary was linked with.
-std::vector<Kernel> day01_kernels();
-std::vector<Kernel> day06_kernels();
-Kernel cublas_attention_kernel();  // the "without this course" baseline (bench/cublas_attention.cu)
-
+// One benchmark shape. A family uses the fields it needs and leaves the others at zero.
 struct Shape {
-  Family family = Family::kVector;
-  std::string name;      // unique and filterable, e.g. "b2_h32_kv32_n8192_d64_causal"
+  std::string family;     // the family's name, e.g. "prefill"
+  std::string name;       // unique within the family and filterable, e.g. "b2_h32_kv32_n8192_d64_causal"
   bool from_grid = true;  // false for a shape typed on the command line
-  int64_t n = 0;                 // kVector
-  int m = 0, nn = 0, k = 0;      // kMatmul: C[m, nn] = A[m, k]·B[nn, k]ᵀ
-  int rows = 0, cols = 0;        // kRowReduce, kSoftmax
-  course::AttentionParams attn;  // kPrefill
-  course::PagedParams paged;     // kDecode
-  int context = 0;               // kDecode: every sequence holds `context` cached tokens
-  bool gqa_grid = false;         // kPrefill grid shapes meant for the GQA kernel
+  std::string tag;        // grid shapes: which kernels run them by default (see Kernel::tags)
+  int64_t n = 0;                        // vector length
+  int m = 0, nn = 0, k = 0;             // matmul: C[m, nn] = A[m, k]·B[nn, k]ᵀ
+  int rows = 0, cols = 0;               // row-wise kernels
+  course::AttentionParams attn;         // prefill-like attention
+  course::PagedParams paged;            // paged decode
+  int context = 0;                      // decode: cached tokens per sequence
+  std::map<std::string, int64_t> extra;    // sizes no field above holds (a family's own)
+  std::map<std::string, std::string> csv;  // the bench.csv columns this shape fills
 };
 
-// The default grids (bench/shapes.cpp), and a shape typed as key=value pairs, e.g.
-// "prefill:b=2,h=32,kv=8,n=1000,d=64,causal" or "decode:b=16,h=32,kv=8,ctx=4096".
-std::vector<Shape> default_shapes(Family f);
-Shape parse_shape(const std::string& spec);  // throws std::invalid_argument with a usage line
+// The key=value list after "<family>:" in --shape. A family's parser takes the keys it knows;
+// whatever is left over is reported as a usage error by the caller.
+class ShapeSpec {
+ public:
+  explicit ShapeSpec(const std::string& body);  // throws std::invalid_argument on bad syntax
+  int64_t take(const std::string& key, int64_t fallback);  // positive integers only
+  bool flag(const std::string& word);                      // a bare word such as "causal"
+  std::vector<std::string> unused() const;
 
-// Cost model: the work a kernel must do and the bytes that must move, whatever the algorithm.
-double shape_flops(const Shape& s);  // 0 where FLOP/s is not the point (bandwidth kernels)
-double shape_bytes(const Shape& s);  // inputs read once + outputs written once
+ private:
+  std::map<std::string, int64_t> values_;
+  std::set<std::string> flags_, used_;
+};
 
-// Did the kernel compute the right thing on a small shape resembling `s`? (bench/validate.cpp)
+// Did the kernel compute the right thing on a small shape resembling the benchmark one?
 struct Check {
   enum Status { kOk, kFail, kUnsupported, kError, kSkipped } status = kError;
   double rel_l2 = 0.0;
   std::string detail;  // the compare() report, or the exception's message
   std::string label() const;
 };
-Check validate(const Kernel& kern, const Shape& s, cudaStream_t stream);
 
 struct TimingConfig {
   int warmup = 3;
@@ -105,5 +81,54 @@ struct Roofs {
   double hgemm_tflops = 0.0;  // cuBLAS fp16 GEMM with fp32 accumulation (tensor cores)
 };
 Roofs measure_roofs(cudaStream_t stream, const TimingConfig& cfg);
+
+class L2Flusher;  // timing.h
+
+// One launcher of one exercise, with everything the runner needs bound in.
+struct Kernel {
+  std::string exercise;  // the kernel's name everywhere (table, CSV, --kernel): "03_reduction"
+  std::string launcher;  // the C++ function: "row_reduce" (tells two launchers of one exercise apart)
+  std::string family;    // the FamilyDef::name it belongs to
+  int order = 0;         // position within the family's table: the staircase naive -> tuned
+  std::vector<std::string> tags;  // grid shapes it runs on by default (Shape::tag); empty: all
+  bool quadratic_memory = false;  // N×N workspace: skipped in the grid above --quadratic-max-n
+  bool baseline = false;          // not an exercise (the cuBLAS attention): impl "baseline"
+  // Runs on a small shape resembling `s` and merges compare() results into the Check (which
+  // starts as kOk). Throws std::invalid_argument when the launcher's contract excludes `s`.
+  std::function<void(const Shape& s, Check& c, cudaStream_t st)> validate;
+  // Device bytes the timed run allocates (inputs, outputs, workspace).
+  std::function<double(const Shape& s)> device_bytes;
+  // Allocates and fills the inputs, then times the launcher (time_launch in timing.h).
+  std::function<Measurement(const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl)>
+      time;
+};
+
+// A workload family: shapes that share an input set-up, a validation routine and a cost model.
+struct FamilyDef {
+  std::string name;          // "prefill": the --shape prefix, --kernel matches it, CSV `family`
+  std::string title;         // heading of its table
+  int order = 0;             // table position: day 01 100-400, day 06 500-600, day 10 700+
+  bool compute_bound = false;  // show TFLOP/s and % of the GEMM roofs
+  std::string shape_syntax;  // for --help: "prefill:b=2,h=32,kv=8,n=1000,nk=1000,d=64,causal"
+  std::function<std::vector<Shape>()> grid;  // the default shapes
+  std::function<Shape(ShapeSpec& spec)> parse;
+  // What the small-shape check depends on: each (kernel, key) is validated once per run.
+  std::function<std::string(const Shape& s)> validation_key;
+  std::function<double(const Shape& s)> flops;  // work that must be done (0: bandwidth kernel)
+  std::function<double(const Shape& s)> bytes;  // inputs read once + outputs written once
+};
+
+// Registration, from a static initialiser in a family file. add_family ignores a second
+// registration of the same name (shared families may be registered from several files).
+bool add_family(FamilyDef f);
+bool add_kernel(Kernel k);
+std::vector<FamilyDef> families();           // by FamilyDef::order
+std::vector<Kernel> kernels();               // by family order, then Kernel::order
+const FamilyDef& family(const std::string& name);  // throws std::invalid_argument if unknown
+
+// "<family>:k=v,..." -> the family's Shape (throws std::invalid_argument with the syntax).
+Shape parse_shape(const std::string& spec);
+double shape_flops(const Shape& s);
+double shape_bytes(const Shape& s);
 
 }  // namespace bench

@@ -1,11 +1,12 @@
-// A small C ABI over the solution launchers, built as a shared library (libcourse_attention.so)
+// A small C ABI over the attention solution launchers, built as a shared library (libcourse_attention.so)
 // so that Python can call them through ctypes (bench/compare_torch.py) without a build system
 // for extensions. Every function returns 0 on success and -1 on failure; course_last_error()
 // then says why. Exceptions never cross the C boundary.
 //
 // Pointers are device pointers (torch tensors' data_ptr()); `stream` is a cudaStream_t (torch's
 // current stream's cuda_stream), 0 for the legacy default stream. Which launchers exist depends
-// on which solutions were found at configure time: course_has("flash_attention") tells.
+// on which solutions were found at configure time: course_has("flash_attention") tells (the names
+// are the launchers': flash_attention, flash_attention_tuned, gqa_attention, ...).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -15,7 +16,22 @@
 
 #include "attention_params.h"
 
-#include "launchers.h"
+// BENCH_HAVE_<id> is set by bench/CMakeLists.txt for each solution library it found.
+#ifdef BENCH_HAVE_01_naive_attention
+#include "01_naive_attention.h"
+#endif
+#ifdef BENCH_HAVE_02_flash_attention
+#include "02_flash_attention.h"
+#endif
+#ifdef BENCH_HAVE_03_gqa_attention
+#include "03_gqa_attention.h"
+#endif
+#ifdef BENCH_HAVE_04_paged_attention
+#include "04_paged_attention.h"
+#endif
+#ifdef BENCH_HAVE_01_flash_tuned
+#include "01_flash_tuned.h"
+#endif
 
 namespace {
 
@@ -72,6 +88,9 @@ int course_has(const char* name) {
 #ifdef BENCH_HAVE_04_paged_attention
   if (n == "paged_attention") return 1;
 #endif
+#ifdef BENCH_HAVE_01_flash_tuned
+  if (n == "flash_attention_tuned") return 1;
+#endif
   return 0;
 }
 
@@ -126,6 +145,22 @@ int course_gqa_attention(const float* q, const float* k, const float* v, float* 
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
   (void)scale, (void)causal, (void)stream;
   return missing("gqa_attention");
+#endif
+}
+
+// Day 10 · 01_flash_tuned: any Hq that is a multiple of Hkv (MHA and GQA).
+int course_flash_attention_tuned(const float* q, const float* k, const float* v, float* o, int b,
+                                 int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                 void* stream) {
+#ifdef BENCH_HAVE_01_flash_tuned
+  return guarded([&] {
+    flash_attention_tuned(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal),
+                          static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)stream;
+  return missing("flash_attention_tuned");
 #endif
 }
 

@@ -17,8 +17,8 @@
 #include <cfloat>
 #include <stdexcept>
 
-#include "bench.h"
 #include "check_args.h"
+#include "cublas_attention.h"
 #include "cublas_check.h"
 #include "cuda_check.h"
 
@@ -79,6 +79,8 @@ cublasHandle_t handle() {
   return h;
 }
 
+}  // namespace
+
 size_t cublas_attention_workspace_bytes(const course::AttentionParams& p) {
   return sizeof(float) * size_t(p.batch) * p.heads_q * p.seq_q * p.seq_k;
 }
@@ -119,19 +121,6 @@ void cublas_attention(const float* q, const float* k, const float* v, float* o, 
   CUBLAS_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, d, g_nq, nk, &one, v, d,
                                          int64_t(nk) * d, ws, nk, int64_t(g_nq) * nk, &zero, o, d,
                                          int64_t(g_nq) * d, batch));
-}
-
-}  // namespace
-
-Kernel cublas_attention_kernel() {
-  Kernel k;
-  k.name = "cublas_attention";
-  k.exercise = "baseline";
-  k.family = Family::kPrefill;
-  k.prefill = cublas_attention;
-  k.workspace_bytes = cublas_attention_workspace_bytes;
-  k.quadratic_memory = true;
-  return k;
 }
 
 }  // namespace bench

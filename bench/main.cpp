@@ -3,7 +3,8 @@
 //
 // The same source builds several binaries (bench/CMakeLists.txt): `bench` links every
 // solution library plus the cuBLAS baseline; `bench_ex_<id>` links exercise <id>'s skeleton
-// (the learner's code). BENCH_IMPL names which one this is.
+// (the learner's code). BENCH_IMPL names which one this is. What is timed comes from the
+// registry (bench.h) that the family files (family_*.cpp) fill: nothing here knows a family.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -21,7 +23,6 @@
 #include "gpu_probe.h"
 #include "report.h"
 #include "timing.h"
-#include "workloads.h"
 
 #ifndef BENCH_IMPL
 #define BENCH_IMPL "solution"
@@ -31,16 +32,21 @@ namespace {
 
 using namespace bench;
 
-const char* kUsage =
+std::string shape_syntaxes() {
+  std::string s;
+  for (const auto& f : families()) s += (s.empty() ? "" : " |\n                         ") + f.shape_syntax;
+  return s;
+}
+
+std::string usage() {
+  return std::string(
     "usage: bench [options]\n"
     "  --list                 list the kernels in this binary and the default shapes, then exit\n"
-    "  --kernel K             only kernels whose name, exercise id or family is K\n"
-    "                         (repeatable; e.g. flash_attention, 02_flash_attention, prefill)\n"
+    "  --kernel K             only kernels whose exercise id, launcher or family is K\n"
+    "                         (repeatable; e.g. 02_flash_attention, flash_attention_tuned, prefill)\n"
     "  --shape S              only grid shapes whose name contains S (e.g. n4096, causal, ctx16384),\n"
-    "                         or a shape of your own: prefill:b=2,h=32,kv=8,n=1000,d=64,causal |\n"
-    "                         decode:b=16,h=32,kv=8,ctx=4096,d=128,bs=16 | vector:n=1000000 |\n"
-    "                         matmul:m=512,n=512,k=64 | reduce:rows=4096,cols=1000 |\n"
-    "                         softmax:rows=4096,cols=1000              (repeatable)\n"
+    "                         or a shape of your own (repeatable):\n"
+    "                         ") + shape_syntaxes() + "\n" +
     "  --csv FILE             also write every row (and the roofs) as CSV (for make plot)\n"
     "  --markdown FILE        also write the tables as markdown (for docs/performance.md)\n"
     "  --compare FILE         print this binary's results next to another's CSV (make compare)\n"
@@ -52,6 +58,7 @@ const char* kUsage =
     "  --no-flush             do not flush L2 between runs (to see what caching hides)\n"
     "  --no-roofs             skip measuring the copy and GEMM roofs\n"
     "  --quiet                no progress lines on stderr\n";
+}
 
 struct Options {
   bool list = false, quiet = false, roofs = true, full = false;
@@ -98,44 +105,30 @@ Options parse(int argc, char** argv) {
     else if (a == "--no-roofs") o.roofs = false;
     else if (a == "--quiet") o.quiet = true;
     else if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
+      std::cout << usage();
       std::exit(0);
     } else throw std::invalid_argument("unknown option '" + a + "'");
   }
   return o;
 }
 
-std::vector<Kernel> registry() {
-  std::vector<Kernel> ks = day01_kernels();
-  const auto d6 = day06_kernels();
-  ks.insert(ks.end(), d6.begin(), d6.end());
-#ifdef BENCH_WITH_BASELINE
-  // After naive, before flash: the table then reads naive -> cuBLAS -> flash per shape.
-  auto at = std::find_if(ks.begin(), ks.end(), [](const Kernel& k) {
-    return k.family == Family::kPrefill && k.name != "naive_attention";
-  });
-  ks.insert(at, cublas_attention_kernel());
-#endif
-  return ks;
-}
-
 bool selected(const Kernel& k, const Options& o) {
   if (o.kernels.empty()) return true;
   for (const auto& want : o.kernels)
-    if (want == k.name || want == k.exercise || want == family_name(k.family)) return true;
+    if (want == k.exercise || want == k.launcher || want == k.family) return true;
   return false;
 }
 
 // Which shapes of a family to run: the ones typed on the command line if any, else the grid
 // filtered by the --shape substrings.
-std::vector<Shape> shapes_for(Family f, const Options& o) {
+std::vector<Shape> shapes_for(const FamilyDef& f, const Options& o) {
   std::vector<Shape> out;
   if (!o.custom_shapes.empty()) {
     for (const auto& s : o.custom_shapes)
-      if (s.family == f) out.push_back(s);
+      if (s.family == f.name) out.push_back(s);
     return out;
   }
-  for (const auto& s : default_shapes(f)) {
+  for (const auto& s : f.grid()) {
     bool keep = o.shape_filters.empty();
     for (const auto& sub : o.shape_filters) keep = keep || s.name.find(sub) != std::string::npos;
     if (keep) out.push_back(s);
@@ -144,11 +137,69 @@ std::vector<Shape> shapes_for(Family f, const Options& o) {
 }
 
 // Grid shapes a kernel is not meant for are left out silently (the MHA-only flash kernel on
-// GQA shapes, the GQA kernel on MHA shapes, where flash already covers them).
+// GQA shapes, the GQA kernel on MHA shapes, where the tuned flash kernel already covers them).
+// A shape typed on the command line runs every kernel of its family.
 bool runs_on(const Kernel& k, const Shape& s) {
   if (s.family != k.family) return false;
-  if (k.family != Family::kPrefill || !s.from_grid) return true;
-  return k.prefill_gqa_grid == s.gqa_grid;
+  if (!s.from_grid || k.tags.empty()) return true;
+  return std::find(k.tags.begin(), k.tags.end(), s.tag) != k.tags.end();
+}
+
+// The small-shape check, once per (kernel, what the check depends on) in a run.
+Check validate(const Kernel& k, const Shape& s, cudaStream_t stream) {
+  static std::map<std::string, Check> cache;
+  const std::string key = k.exercise + "|" + k.launcher + "|" + family(s.family).validation_key(s);
+  const auto hit = cache.find(key);
+  if (hit != cache.end()) return hit->second;
+  Check c;
+  c.status = Check::kOk;
+  try {
+    k.validate(s, c, stream);
+  } catch (const std::invalid_argument& e) {
+    c.status = Check::kUnsupported;  // the launcher's contract excludes this shape
+    c.detail = e.what();
+  } catch (const std::exception& e) {
+    c.status = Check::kError;
+    c.detail = e.what();
+    cudaGetLastError();  // clear a non-sticky error so the next kernel starts clean
+  }
+  cache[key] = c;
+  return c;
+}
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1 << 30));
+  return buf;
+}
+
+struct RunOutcome {
+  bool timed = false;
+  Measurement m;
+  std::string note;  // why it was not timed, or what to know about the number
+};
+
+RunOutcome run_timed(const Kernel& k, const Shape& s, cudaStream_t st, const TimingConfig& cfg,
+                     L2Flusher& fl) {
+  RunOutcome out;
+  size_t free_b = 0, total_b = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const double need = k.device_bytes(s);
+  if (need > 0.92 * double(free_b)) {  // leave room for the runtime and cuBLAS
+    out.note = "skipped: needs " + gib(need) + ", " + gib(double(free_b)) + " free";
+    return out;
+  }
+  try {
+    out.m = k.time(s, st, cfg, fl);
+    out.timed = true;
+    if (out.m.reps < cfg.reps) out.note = "reps trimmed to " + std::to_string(out.m.reps);
+  } catch (const std::invalid_argument& e) {
+    out.note = std::string("unsupported: ") + e.what();
+  } catch (const std::exception& e) {
+    cudaGetLastError();  // an allocation failure is not sticky: clear it and go on
+    out.note = std::string("error: ") + e.what();
+  }
+  return out;
 }
 
 std::string now_utc() {
@@ -182,7 +233,7 @@ std::string describe_cuda() {
 }
 
 int run(const Options& o, const std::string& command) {
-  const std::vector<Kernel> all = registry();
+  const std::vector<Kernel> all = bench::kernels();
   std::vector<Kernel> kernels;
   for (const auto& k : all)
     if (selected(k, o)) kernels.push_back(k);
@@ -190,13 +241,11 @@ int run(const Options& o, const std::string& command) {
   if (o.list) {
     std::cout << "kernels in this binary (" << BENCH_IMPL << "):\n";
     for (const auto& k : all)
-      std::cout << "  " << k.name << "  [" << k.exercise << ", " << family_name(k.family) << "]\n";
+      std::cout << "  " << k.exercise << "  [" << k.launcher << ", " << k.family << "]\n";
     if (all.empty()) std::cout << "  (none: no exercise library was found at configure time)\n";
     std::cout << "default shapes:\n";
-    for (Family f : {Family::kVector, Family::kMatmul, Family::kRowReduce, Family::kSoftmax,
-                     Family::kPrefill, Family::kDecode})
-      for (const auto& s : default_shapes(f))
-        std::cout << "  " << family_name(f) << "  " << s.name << "\n";
+    for (const FamilyDef& f : families())
+      for (const auto& s : f.grid()) std::cout << "  " << f.name << "  " << s.name << "\n";
     return 0;
   }
   if (kernels.empty()) {
@@ -238,20 +287,19 @@ int run(const Options& o, const std::string& command) {
   std::vector<Result> results;
   bool any_wrong = false;
   std::set<std::string> reported;
-  for (Family f : {Family::kVector, Family::kMatmul, Family::kRowReduce, Family::kSoftmax,
-                   Family::kPrefill, Family::kDecode}) {
+  for (const FamilyDef& f : families()) {
     for (const Shape& s : shapes_for(f, o)) {
       for (const Kernel& k : kernels) {
         if (!runs_on(k, s)) continue;
         Result r;
-        r.impl = k.exercise == "baseline" ? "baseline" : BENCH_IMPL;
+        r.impl = k.baseline ? "baseline" : BENCH_IMPL;
         r.kernel = k;
         r.shape = s;
         if (k.quadratic_memory && s.from_grid && !o.full && s.attn.seq_k > o.quadratic_max_n) {
           // The N×N scratch grows as N²: at N = 8192 it is 8-17 GB and the run takes longer
           // than the rest of the grid together. Say so in the row instead of silently omitting it.
           char gb[32];
-          std::snprintf(gb, sizeof gb, "%.0f", device_bytes_needed(k, s) / 1e9);
+          std::snprintf(gb, sizeof gb, "%.0f", k.device_bytes(s) / 1e9);
           r.check.status = Check::kSkipped;
           r.note = std::string("skipped: N×N workspace of ") + gb + " GB at N > " +
                    std::to_string(o.quadratic_max_n) + " (--full runs it)";
@@ -263,9 +311,11 @@ int run(const Options& o, const std::string& command) {
           if (r.check.status != Check::kUnsupported) any_wrong = true;
           r.note = r.check.status == Check::kUnsupported ? "unsupported: " + r.check.detail
                                                          : "not timed: failed the reference check";
-          if (reported.insert(k.name + r.check.detail).second && r.check.status != Check::kUnsupported)
-            std::cerr << "\n" << k.name << " (" << BENCH_IMPL << ") does not match the CPU reference on a "
-                      << "small " << family_name(f) << " shape like " << s.name << ":\n"
+          if (reported.insert(k.exercise + k.launcher + r.check.detail).second &&
+              r.check.status != Check::kUnsupported)
+            std::cerr << "\n" << k.exercise << " (" << k.launcher << ", " << BENCH_IMPL
+                      << ") does not match the CPU reference on a small " << f.name
+                      << " shape like " << s.name << ":\n"
                       << r.check.detail << "\n";
           results.push_back(r);
           continue;
@@ -275,7 +325,7 @@ int run(const Options& o, const std::string& command) {
         r.m = out.m;
         r.note = out.note;
         if (!o.quiet)
-          std::cerr << "  " << k.name << " " << s.name << ": "
+          std::cerr << "  " << k.exercise << " (" << k.launcher << ") " << s.name << ": "
                     << (out.timed ? std::to_string(out.m.median_ms) + " ms" : out.note) << "\n";
         results.push_back(r);
       }
@@ -310,7 +360,7 @@ int main(int argc, char** argv) {
   try {
     return run(parse(argc, argv), command);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "bench: " << e.what() << "\n" << kUsage;
+    std::cerr << "bench: " << e.what() << "\n" << usage();
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "bench: " << e.what() << "\n";

@@ -2,6 +2,7 @@
 // shape's cost model (shape_flops / shape_bytes), so the table, the CSV and the plots agree.
 #include "report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -48,17 +49,17 @@ std::string check_cell(const Check& c) {
   return c.label();
 }
 
-Table family_table(const std::vector<Result>& rs, Family f, const RunInfo& info) {
-  const bool compute = f == Family::kMatmul || f == Family::kPrefill;
-  std::vector<std::string> head = {"kernel", "shape", "check (rel L2)", "ms"};
+Table family_table(const std::vector<Result>& rs, const FamilyDef& f, const RunInfo& info) {
+  const bool compute = f.compute_bound;
+  std::vector<std::string> head = {"kernel", "launcher", "shape", "check (rel L2)", "ms"};
   if (compute) head.insert(head.end(), {"TFLOP/s", "% fp32 GEMM", "% fp16 GEMM"});
   head.insert(head.end(), {"GB/s", "% copy", "note"});
   Table t(head);
   for (const auto& r : rs) {
-    if (r.shape.family != f) continue;
+    if (r.shape.family != f.name) continue;
     const Metrics x = metrics(r, info);
     const bool roofs = info.have_roofs && r.timed;
-    std::vector<std::string> row = {r.kernel.name, r.shape.name, check_cell(r.check),
+    std::vector<std::string> row = {r.kernel.exercise, r.kernel.launcher, r.shape.name, check_cell(r.check),
                                     r.timed ? fmt(r.m.median_ms, 3) : "-"};
     if (compute) {
       row.push_back(r.timed ? fmt(x.tflops, 2) : "-");
@@ -71,21 +72,6 @@ Table family_table(const std::vector<Result>& rs, Family f, const RunInfo& info)
     t.add(row);
   }
   return t;
-}
-
-const Family kFamilies[] = {Family::kVector, Family::kMatmul,  Family::kRowReduce,
-                            Family::kSoftmax, Family::kPrefill, Family::kDecode};
-
-const char* family_title(Family f) {
-  switch (f) {
-    case Family::kVector: return "vector add (bandwidth)";
-    case Family::kMatmul: return "matmul C = A·Bᵀ (compute)";
-    case Family::kRowReduce: return "row reduction: max and sum (bandwidth)";
-    case Family::kSoftmax: return "row softmax (bandwidth)";
-    case Family::kPrefill: return "prefill attention (compute; FLOPs = 4·B·Hq·Nq·Nk·D, halved when causal)";
-    case Family::kDecode: return "paged decode attention (bandwidth; bytes = Q + K + V read once, O written once)";
-  }
-  return "";
 }
 
 std::string roofs_line(const RunInfo& info) {
@@ -101,10 +87,10 @@ std::string roofs_line(const RunInfo& info) {
 std::string results_text(const std::vector<Result>& rs, const RunInfo& info) {
   std::ostringstream o;
   o << roofs_line(info) << "\n";
-  for (Family f : kFamilies) {
+  for (const FamilyDef& f : families()) {
     const Table t = family_table(rs, f, info);
     if (t.empty()) continue;
-    o << "\n== " << family_title(f) << "\n" << t.text();
+    o << "\n== " << f.title << "\n" << t.text();
   }
   return o.str();
 }
@@ -113,10 +99,10 @@ std::string results_markdown(const std::vector<Result>& rs, const RunInfo& info)
   std::ostringstream o;
   o << "- device: " << info.device << "\n- CUDA: " << info.cuda << "\n- date: " << info.date
     << "\n- command: `" << info.command << "`\n- " << roofs_line(info) << "\n";
-  for (Family f : kFamilies) {
+  for (const FamilyDef& f : families()) {
     const Table t = family_table(rs, f, info);
     if (t.empty()) continue;
-    o << "\n#### " << family_title(f) << "\n\n" << t.markdown();
+    o << "\n#### " << f.title << "\n\n" << t.markdown();
   }
   return o.str();
 }
@@ -124,11 +110,19 @@ std::string results_markdown(const std::vector<Result>& rs, const RunInfo& info)
 void write_csv(const std::string& path, const std::vector<Result>& rs, const RunInfo& info) {
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write " + path);
-  const std::vector<std::string> cols = {
-      "impl", "kernel", "exercise", "family", "shape", "batch", "heads_q", "heads_kv", "seq_q",
-      "seq_k", "head_dim", "causal", "context", "n", "m", "k", "rows", "cols", "check", "rel_l2",
-      "median_ms", "min_ms", "reps", "flops", "bytes", "tflops", "gbs", "pct_sgemm", "pct_hgemm",
-      "pct_copy", "device", "note"};
+  // `kernel` is the exercise id (the course's one name for a kernel); `launcher` tells apart
+  // the launchers of one exercise. The shape columns are the ones the families fill
+  // (Shape::csv): the known ones first, in a fixed order, then any a newer family adds.
+  std::vector<std::string> cols = {"impl", "kernel", "launcher", "family", "shape"};
+  const std::vector<std::string> known = {"batch", "heads_q", "heads_kv", "seq_q", "seq_k", "head_dim",
+                                          "causal", "context", "block_size", "n", "m", "k", "rows", "cols"};
+  cols.insert(cols.end(), known.begin(), known.end());
+  for (const auto& r : rs)
+    for (const auto& kv : r.shape.csv)
+      if (std::find(cols.begin(), cols.end(), kv.first) == cols.end()) cols.push_back(kv.first);
+  for (const char* c : {"check", "rel_l2", "median_ms", "min_ms", "reps", "flops", "bytes", "tflops",
+                        "gbs", "pct_sgemm", "pct_hgemm", "pct_copy", "device", "note"})
+    cols.push_back(c);
   auto emit = [&](std::map<std::string, std::string> row) {
     row["device"] = info.device;
     for (size_t i = 0; i < cols.size(); ++i)
@@ -154,38 +148,11 @@ void write_csv(const std::string& path, const std::vector<Result>& rs, const Run
   for (const auto& r : rs) {
     const Shape& s = r.shape;
     std::map<std::string, std::string> row = {
-        {"impl", r.impl}, {"kernel", r.kernel.name}, {"exercise", r.kernel.exercise},
-        {"family", family_name(s.family)}, {"shape", s.name}, {"check", r.check.label()},
+        {"impl", r.impl}, {"kernel", r.kernel.exercise}, {"launcher", r.kernel.launcher},
+        {"family", s.family}, {"shape", s.name}, {"check", r.check.label()},
         {"rel_l2", num(r.check.rel_l2)}, {"flops", num(shape_flops(s))},
         {"bytes", num(shape_bytes(s))}, {"note", r.note}};
-    switch (s.family) {
-      case Family::kPrefill:
-        row["batch"] = num(s.attn.batch);
-        row["heads_q"] = num(s.attn.heads_q);
-        row["heads_kv"] = num(s.attn.heads_kv);
-        row["seq_q"] = num(s.attn.seq_q);
-        row["seq_k"] = num(s.attn.seq_k);
-        row["head_dim"] = num(s.attn.head_dim);
-        row["causal"] = s.attn.causal ? "1" : "0";
-        break;
-      case Family::kDecode:
-        row["batch"] = num(s.paged.batch);
-        row["heads_q"] = num(s.paged.heads_q);
-        row["heads_kv"] = num(s.paged.heads_kv);
-        row["head_dim"] = num(s.paged.head_dim);
-        row["context"] = num(s.context);
-        break;
-      case Family::kVector: row["n"] = num(double(s.n)); break;
-      case Family::kMatmul:
-        row["m"] = num(s.m);
-        row["n"] = num(s.nn);
-        row["k"] = num(s.k);
-        break;
-      default:
-        row["rows"] = num(s.rows);
-        row["cols"] = num(s.cols);
-        break;
-    }
+    for (const auto& kv : s.csv) row[kv.first] = kv.second;
     if (r.timed) {
       const Metrics x = metrics(r, info);
       row["median_ms"] = num(r.m.median_ms);
@@ -208,16 +175,17 @@ std::string compare_text(const std::vector<Result>& mine, const std::string& oth
   if (rows.empty()) throw std::runtime_error(other_csv + " is empty");
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = i;
-  for (const char* need : {"kernel", "shape", "check", "rel_l2", "median_ms", "note"})
+  for (const char* need : {"kernel", "launcher", "shape", "check", "rel_l2", "median_ms", "note"})
     if (!col.count(need)) throw std::runtime_error(other_csv + " has no column '" + need + "'");
   std::map<std::string, const std::vector<std::string>*> theirs;
   for (size_t i = 1; i < rows.size(); ++i)
-    if (rows[i].size() > col["note"]) theirs[rows[i][col["kernel"]] + "|" + rows[i][col["shape"]]] = &rows[i];
+    if (rows[i].size() > col["note"])
+      theirs[rows[i][col["kernel"]] + "|" + rows[i][col["launcher"]] + "|" + rows[i][col["shape"]]] = &rows[i];
 
-  Table t({"kernel", "shape", "yours: check", "yours: ms", "solution: check", "solution: ms",
+  Table t({"kernel", "launcher", "shape", "yours: check", "yours: ms", "solution: check", "solution: ms",
            "yours / solution", "note"});
   for (const auto& r : mine) {
-    const auto it = theirs.find(r.kernel.name + "|" + r.shape.name);
+    const auto it = theirs.find(r.kernel.exercise + "|" + r.kernel.launcher + "|" + r.shape.name);
     std::string their_check = "not run", their_ms = "-", ratio = "-", note = r.note;
     if (it != theirs.end()) {
       const auto& row = *it->second;
@@ -230,7 +198,7 @@ std::string compare_text(const std::vector<Result>& mine, const std::string& oth
       }
       if (!row[col["note"]].empty()) note = row[col["note"]] + (note.empty() ? "" : "; " + note);
     }
-    t.add({r.kernel.name, r.shape.name, their_check, their_ms, check_cell(r.check),
+    t.add({r.kernel.exercise, r.kernel.launcher, r.shape.name, their_check, their_ms, check_cell(r.check),
            r.timed ? fmt(r.m.median_ms, 3) : "-", ratio, note});
   }
   return t.text();

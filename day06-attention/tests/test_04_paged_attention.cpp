@@ -1,6 +1,6 @@
 // Tests for day06/04_paged_attention: decode over a paged KV cache built the hard way.
 //
-// Every case builds a cache in which
+// Every case builds a cache (common/paged_cache.h) in which
 //   * the physical blocks of all sequences are randomly permuted (a kernel that uses the
 //     logical block number as the physical one reads someone else's tokens);
 //   * every slot at or past context_lens[b] in a sequence's last block, every physical block no
@@ -14,6 +14,7 @@
 
 #include "04_paged_attention.h"
 #include "gpu_test.h"
+#include "paged_cache.h"
 #include "reference.h"
 
 namespace {
@@ -36,59 +37,10 @@ std::string describe(const Case& c) {
          " context_lens={" + lens + "}";
 }
 
-struct PagedCache {
-  course::PagedParams p;
-  std::vector<float> k, v;
-  std::vector<int32_t> table;
-};
-
-// Builds the shuffled, NaN-padded cache described at the top of the file.
-PagedCache build_cache(const Case& c, uint64_t seed) {
-  course::Rng rng(seed);
-  PagedCache pc;
-  course::PagedParams& p = pc.p;
-  p.batch = int(c.lens.size());
-  p.heads_q = c.heads_q;
-  p.heads_kv = c.heads_kv;
-  p.head_dim = c.head_dim;
-  p.block_size = c.block_size;
-  const int bs = c.block_size;
-  int used = 0, longest = 1;
-  for (int32_t n : c.lens) {
-    used += (n + bs - 1) / bs;
-    longest = std::max(longest, (n + bs - 1) / bs);
-  }
-  p.max_blocks_per_seq = longest + 1;  // one spare column: entries past the last block are unused
-  p.num_blocks = used + 3;             // three blocks nobody owns
-  // A random permutation of the physical block ids (Fisher-Yates with the course's Rng).
-  std::vector<int32_t> physical(size_t(p.num_blocks));
-  for (int i = 0; i < p.num_blocks; ++i) physical[size_t(i)] = i;
-  for (int i = p.num_blocks - 1; i > 0; --i)
-    std::swap(physical[size_t(i)], physical[size_t(rng.uniform_int(0, i))]);
-  const int32_t nan_block = physical[size_t(used)];  // unused blocks: physical[used ..]
-
-  const size_t row = size_t(p.head_dim);
-  const size_t block_elems = size_t(p.heads_kv) * bs * row;
-  pc.k.assign(size_t(p.cache_elems()), course::poison_f32());
-  pc.v.assign(size_t(p.cache_elems()), course::poison_f32());
-  pc.table.assign(size_t(p.batch) * p.max_blocks_per_seq, nan_block);
-  int next = 0;
-  for (int b = 0; b < p.batch; ++b) {
-    const int len = c.lens[size_t(b)];
-    for (int lb = 0; lb * bs < len; ++lb) {
-      const int32_t phys = physical[size_t(next++)];
-      pc.table[size_t(b) * p.max_blocks_per_seq + lb] = phys;
-      for (int hk = 0; hk < p.heads_kv; ++hk)
-        for (int s = 0; s < bs && lb * bs + s < len; ++s) {  // slots past len stay NaN
-          const size_t at = size_t(phys) * block_elems + (size_t(hk) * bs + s) * row;
-          for (size_t d = 0; d < row; ++d) {
-            pc.k[at + d] = float(rng.normal());
-            pc.v[at + d] = float(rng.normal());
-          }
-        }
-    }
-  }
-  return pc;
+// The shuffled, NaN-padded cache described at the top of the file (common/paged_cache.h builds
+// it; the bench's reference check uses the same builder).
+course::PagedCache build_cache(const Case& c, uint64_t seed) {
+  return course::build_paged_cache(c.lens, c.heads_q, c.heads_kv, c.head_dim, c.block_size, seed);
 }
 
 // large_logits: scores of magnitude ~1e3, where exp() overflows unless the running max is
@@ -98,7 +50,7 @@ PagedCache build_cache(const Case& c, uint64_t seed) {
 void check_case(const Case& c, uint64_t seed, bool large_logits = false) {
   INFO(describe(c) << (large_logits ? ", logits ~1e3" : "") << ", seed = " << seed
                    << " (set COURSE_SEED to vary)");
-  PagedCache pc = build_cache(c, seed);
+  course::PagedCache pc = build_cache(c, seed);
   course::PagedParams& p = pc.p;
   std::vector<float> q = course::random_normal(size_t(p.q_elems()), seed + 1);
   if (large_logits) {
