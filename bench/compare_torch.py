@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
 """Our solution kernels next to PyTorch's scaled_dot_product_attention backends.
 
-The day 06 solutions are loaded from a shared library with a small C ABI
+The attention solutions (day 06, and day 10's tuned flash kernel) are loaded from a shared library with a small C ABI
 (bench/c_api.cpp, built as build/lib/libcourse_attention.so by `make bench` or
 `cmake --build build --target course_attention`) through ctypes, so no extension build is
 needed. For each shape of the bench's grids the same inputs go through:
 
-  prefill  our flash_attention (MHA shapes) / gqa_attention (GQA shapes), fp32
+  prefill  ours, fp32: 02_flash_attention (MHA shapes), 01_flash_tuned (MHA and GQA shapes),
+           03_gqa_attention (GQA shapes)
            vs SDPA's flash, efficient, cudnn and math backends, fp32 and fp16 where each runs
-  decode   our paged_attention over a paged KV cache
+  decode   ours: 04_paged_attention over a paged KV cache
            vs "gather the blocks into a dense K/V, then SDPA" (what you would do without a
            paged kernel), fp32 and fp16
 
 Every pair is CHECKED first: the relative L2 distance between their output and ours must be
 small (fp32: 1e-4; fp16: 5e-3, because their inputs were rounded to fp16). Times are medians of
 CUDA-event-timed runs with the L2 flushed before each, like the C++ bench. "ours / theirs"
-above 1 means ours is slower.
+above 1 means ours is slower. Our kernels are named by exercise id, as in the bench's table.
 
 Skips cleanly (exit 0, one line) without PyTorch, without a GPU, or without the library.
 """
@@ -30,13 +31,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_LIB = os.path.join(HERE, "..", "build", "lib", "libcourse_attention.so")
 FP32_BOUND, FP16_BOUND = 1e-4, 5e-3
 
+# Our prefill kernels: (exercise id, launcher = the C ABI's course_<launcher>, grid shapes it
+# runs on: "mha" has Hkv = Hq, "gqa" Hkv = Hq / 4). The order is the bench's staircase.
+PREFILL_KERNELS = [
+    ("02_flash_attention", "flash_attention", ("mha",)),
+    ("01_flash_tuned", "flash_attention_tuned", ("mha", "gqa")),
+    ("03_gqa_attention", "gqa_attention", ("gqa",)),
+]
+
 
 def load_library(path):
     lib = ctypes.CDLL(path)
     p, i, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
     lib.course_last_error.restype = ctypes.c_char_p
     lib.course_has.argtypes = [ctypes.c_char_p]
-    for name in ("course_flash_attention", "course_gqa_attention"):
+    for name in ["course_" + launcher for _, launcher, _ in PREFILL_KERNELS]:
         fn = getattr(lib, name)
         fn.argtypes = [p, p, p, p, i, i, i, i, i, i, f, i, p]
         fn.restype = i
@@ -56,6 +65,9 @@ def main():
     ap.add_argument("--math-max-n", type=int, default=4096,
                     help="skip the math backend (materialises N×N) above this N")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--kernel", action="append", default=None,
+                    help="only these prefill kernels (exercise id; repeatable): "
+                         + ", ".join(k for k, _, _ in PREFILL_KERNELS))
     ap.add_argument("--skip-prefill", action="store_true")
     ap.add_argument("--skip-decode", action="store_true")
     args = ap.parse_args()
@@ -125,13 +137,13 @@ def main():
             agree = f"DISAGREE {err:.1e} > {bound:.0e}"
             failures += 1
         ratio = f"{ours_ms / theirs_ms:.2f}" if (ours_ms and theirs_ms) else "-"
-        line = (f"{kernel:16s} {shape:32s} {ours_ms if ours_ms else float('nan'):9.3f}  "
+        line = (f"{kernel:20s} {shape:32s} {ours_ms if ours_ms else float('nan'):9.3f}  "
                 f"{backend:10s} {dtype:5s} "
                 f"{(f'{theirs_ms:9.3f}' if theirs_ms else '        -')}  {ratio:>7s}  {agree:24s} {note}")
         print(line, flush=True)
         rows.append(line)
 
-    header = (f"{'kernel':16s} {'shape':32s} {'ours ms':>9s}  {'backend':10s} {'dtype':5s} "
+    header = (f"{'kernel':20s} {'shape':32s} {'ours ms':>9s}  {'backend':10s} {'dtype':5s} "
               f"{'theirs ms':>9s}  {'ours/theirs':>7s}  {'agree (rel L2)':24s} note")
 
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
@@ -145,9 +157,13 @@ def main():
             for causal in causals:
                 for n in [int(x) for x in args.n.split(",")]:
                     b, h = 16384 // n, 2048 // d
-                    for hkv, kernel in ((h, "flash_attention"), (h // 4, "gqa_attention")):
+                    runs = [(hkv, kernel, launcher)
+                            for hkv, tag in ((h, "mha"), (h // 4, "gqa"))
+                            for kernel, launcher, tags in PREFILL_KERNELS
+                            if tag in tags and (not args.kernel or kernel in args.kernel)]
+                    for hkv, kernel, launcher in runs:
                         shape = f"b{b}_h{h}_kv{hkv}_n{n}_d{d}" + ("_causal" if causal else "")
-                        if not lib.course_has(kernel.encode()):
+                        if not lib.course_has(launcher.encode()):
                             report(kernel, shape, None, "-", "-", None, None, 0, "not built")
                             continue
                         torch.manual_seed(0)
@@ -155,7 +171,7 @@ def main():
                         k = torch.randn(b, hkv, n, d, device=dev)
                         v = torch.randn(b, hkv, n, d, device=dev)
                         o = torch.empty_like(q)
-                        fn = getattr(lib, "course_" + kernel)
+                        fn = getattr(lib, "course_" + launcher)
                         ours = lambda: fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
                                           b, h, hkv, n, n, d, 0.0, int(causal), stream())
                         try:
@@ -212,7 +228,7 @@ def main():
                 for ctx in [int(x) for x in args.decode_ctx.split(",")]:
                     shape = f"b{b}_h{hq}_kv{hkv}_ctx{ctx}_d{d}_bs{bs}"
                     if not lib.course_has(b"paged_attention"):
-                        report("paged_attention", shape, None, "-", "-", None, None, 0, "not built")
+                        report("04_paged_attention", shape, None, "-", "-", None, None, 0, "not built")
                         continue
                     try:
                         mb = (ctx + bs - 1) // bs
@@ -231,7 +247,7 @@ def main():
                         torch.cuda.synchronize()
                         ours_ms = time_ms(ours)
                     except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
-                        report("paged_attention", shape, None, "-", "-", None, None, 0,
+                        report("04_paged_attention", shape, None, "-", "-", None, None, 0,
                                f"ours: {str(e).splitlines()[0][:60]}")
                         torch.cuda.empty_cache()
                         continue
@@ -248,10 +264,10 @@ def main():
                         try:
                             qt, kct, vct = q.to(dtype), kc.to(dtype), vc.to(dtype)
                             err = rel_l2(theirs(), o)
-                            report("paged_attention", shape, ours_ms, "gather+sdpa", dname,
+                            report("04_paged_attention", shape, ours_ms, "gather+sdpa", dname,
                                    time_ms(theirs), err, bound)
                         except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
-                            report("paged_attention", shape, ours_ms, "gather+sdpa", dname, None,
+                            report("04_paged_attention", shape, ours_ms, "gather+sdpa", dname, None,
                                    None, 0, f"n/a: {str(e).splitlines()[0][:60]}")
                         qt = kct = vct = None
                         torch.cuda.empty_cache()

@@ -2,11 +2,14 @@
 """Charts from the bench's CSV (make plot): PNG files next to it, or in --out.
 
   prefill_staircase.png   TFLOP/s per sequence length, one bar per prefill kernel (naive ->
-                          cuBLAS baseline -> flash -> GQA -> later fp16 tensor cores), for each
+                          cuBLAS baseline -> simple flash -> tuned flash -> GQA), for each
                           head dim and mask, with the fp32 and fp16 GEMM roofs measured in the
                           same run (log scale, so both roofs fit)
   decode_bandwidth.png    paged decode GB/s per (batch, context) against the copy roof
   basics_bandwidth.png    day 01's memory-bound kernels against the copy roof
+
+Bars are named by exercise id (the CSV's `kernel` column), with the launcher added where one
+exercise has several (02_matmul, 04_softmax) and the group size on GQA shapes.
 
 Needs matplotlib (present on the course's GPU machine; pip install matplotlib elsewhere).
 """
@@ -22,6 +25,13 @@ def load(path):
         rows = list(csv.DictReader(f))
     roofs = {r["kernel"]: r for r in rows if r["impl"] == "roof"}
     data = [r for r in rows if r["impl"] != "roof" and r["median_ms"]]
+    launchers = {}
+    for r in data:
+        launchers.setdefault(r["kernel"], set()).add(r["launcher"])
+    for r in data:
+        r["label"] = r["kernel"] + (f" ({r['launcher']})" if len(launchers[r["kernel"]]) > 1 else "")
+        if r["family"] == "prefill" and r["heads_q"] != r["heads_kv"]:
+            r["label"] += f" · GQA-{int(r['heads_q']) // int(r['heads_kv'])}"
     return rows, roofs, data
 
 
@@ -34,7 +44,7 @@ def staircase(plt, data, roofs, out, device):
     pre = [r for r in data if r["family"] == "prefill"]
     if not pre:
         return None
-    kernels = list(OrderedDict.fromkeys(r["kernel"] for r in pre))
+    kernels = list(OrderedDict.fromkeys(r["label"] for r in pre))
     dims = sorted({int(r["head_dim"]) for r in pre})
     masks = sorted({int(r["causal"]) for r in pre})
     fig, axes = plt.subplots(len(dims), len(masks), figsize=(6.5 * len(masks), 4.2 * len(dims)),
@@ -50,7 +60,7 @@ def staircase(plt, data, roofs, out, device):
             for ki, k in enumerate(kernels):
                 xs, ys = [], []
                 for xi, n in enumerate(ns):
-                    hit = [r for r in sub if r["kernel"] == k and int(r["seq_q"]) == n]
+                    hit = [r for r in sub if r["label"] == k and int(r["seq_q"]) == n]
                     if hit:
                         xs.append(xi + (ki - (len(kernels) - 1) / 2) * width)
                         ys.append(float(hit[0]["tflops"]))
@@ -81,7 +91,7 @@ def decode(plt, data, roofs, out, device):
         return None
     copy = roof_value(roofs, "roof_copy", "gbs")
     groups = sorted({(int(r["heads_q"]), int(r["heads_kv"])) for r in dec}, key=lambda g: -g[1])
-    kernels = list(OrderedDict.fromkeys(r["kernel"] for r in dec))
+    kernels = list(OrderedDict.fromkeys(r["label"] for r in dec))
     fig, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 4.2), squeeze=False)
     for gi, (hq, hkv) in enumerate(groups):
         ax = axes[0][gi]
@@ -91,7 +101,7 @@ def decode(plt, data, roofs, out, device):
         for ki, k in enumerate(kernels):
             xs, ys = [], []
             for xi, key in enumerate(keys):
-                hit = [r for r in sub if r["kernel"] == k and (int(r["batch"]), int(r["context"])) == key]
+                hit = [r for r in sub if r["label"] == k and (int(r["batch"]), int(r["context"])) == key]
                 if hit:
                     xs.append(xi + (ki - (len(kernels) - 1) / 2) * width)
                     ys.append(float(hit[0]["gbs"]))
@@ -117,7 +127,7 @@ def basics(plt, data, roofs, out, device):
     if not rows:
         return None
     copy = roof_value(roofs, "roof_copy", "gbs")
-    labels = [f"{r['kernel']}\n{r['shape']}" for r in rows]
+    labels = [f"{r['label']}\n{r['shape']}" for r in rows]
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows)), 4.2))
     ax.bar(range(len(rows)), [float(r["gbs"]) for r in rows])
     if copy:
