@@ -81,4 +81,41 @@ std::vector<float> half_bits_to_float(const std::vector<uint16_t>& v) {
   return out;
 }
 
+uint16_t float_to_bf16_bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  if ((x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFFu))  // NaN: keep it a (quiet) NaN
+    return static_cast<uint16_t>((x >> 16) | 0x40u);
+  // Adding 0x7FFF plus the lowest kept bit rounds to nearest with ties to even; a carry out of
+  // the mantissa bumps the exponent (up to inf), which is the correctly rounded result.
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bf16_bits_to_float(uint16_t h) {
+  const uint32_t x = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+std::vector<float> round_to_bf16(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = round_to_bf16(v[i]);
+  return out;
+}
+
+std::vector<uint16_t> to_bf16_bits(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = float_to_bf16_bits(v[i]);
+  return out;
+}
+
+std::vector<float> bf16_bits_to_float(const std::vector<uint16_t>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = v[i] == kPoisonF16Bits ? poison_f32() : bf16_bits_to_float(v[i]);
+  return out;
+}
+
 }  // namespace course

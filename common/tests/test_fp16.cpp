@@ -54,3 +54,25 @@ TEST_CASE("the fp16 poison pattern maps to the fp32 poison pattern", "[fp16][poi
   CHECK(course::is_poison_f32(f[0]));
   CHECK(f[1] == 1.f);
 }
+
+// bf16 keeps the top half of an fp32: the conversion must round to nearest even (as
+// __float2bfloat16_rn does), not truncate; the bf16 kernels' tests depend on it.
+TEST_CASE("bf16 rounds to nearest, ties to even", "[fp16][bf16]") {
+  using course::bf16_bits_to_float;
+  using course::float_to_bf16_bits;
+  CHECK(float_to_bf16_bits(1.f) == 0x3F80);
+  CHECK(float_to_bf16_bits(-2.f) == 0xC000);
+  CHECK(bf16_bits_to_float(0x3F80) == 1.f);
+  // Spacing in [1, 2) is 2^-7: 1 + 2^-8 is a tie -> even (1.0); 1 + 3·2^-8 -> 1 + 2^-6 (0x3F82).
+  CHECK(float_to_bf16_bits(1.f + std::ldexp(1.f, -8)) == 0x3F80);
+  CHECK(float_to_bf16_bits(1.f + 3 * std::ldexp(1.f, -8)) == 0x3F82);
+  // Just above a tie rounds up, where truncation would keep 0x3F80.
+  CHECK(float_to_bf16_bits(1.f + std::ldexp(1.f, -8) + std::ldexp(1.f, -20)) == 0x3F81);
+  CHECK(float_to_bf16_bits(1.99f) == 0x3FFF);  // 1.9921875 is the nearest bf16; truncation gives 0x3FFE
+  CHECK(float_to_bf16_bits(3.4e38f) == 0x7F80);  // above the largest finite bf16 (~3.39e38): inf
+  CHECK(std::isnan(bf16_bits_to_float(float_to_bf16_bits(NAN))));
+  CHECK(course::round_to_bf16(0.1f) == 0.10009765625f);
+  const auto f = course::bf16_bits_to_float(std::vector<uint16_t>{course::kPoisonF16Bits, 0x3F80});
+  CHECK(course::is_poison_f32(f[0]));
+  CHECK(f[1] == 1.f);
+}

@@ -1,0 +1,33 @@
+// Day 10 · Exercise 05 · FlashAttention-2 on mma.sync (fp16 and bf16) — the contract.
+//
+//   O = softmax(scale · Q·Kᵀ + mask) · V   in 16-bit precision on the tensor cores, with PTX
+//   mma.sync.m16n8k16, ldmatrix, cp.async and S/P kept in registers: exercise 04's function,
+//   written the way FlashAttention-2 writes it.
+//
+// Precision: Q, K, V and O are fp16 (__half) or bf16 (__nv_bfloat16), one overload each. The
+// scores S = Q·Kᵀ, the softmax statistics (row max m, row sum ℓ) and the output accumulator O
+// live in fp32; only the probabilities P are rounded to the 16-bit type, because they are the A
+// operand of the P·V product (ℓ sums the ROUNDED P, so the weights of a row add up to exactly 1).
+// O is rounded to the 16-bit type (round to nearest even) once, when it is written.
+//
+// Layouts and mask semantics: common/attention_params.h ([B, H, N, D] row-major, bottom-right
+// causal alignment, rows that see no key output zeros). Any Hq that is a multiple of Hkv (query
+// head h reads KV head h / (Hq/Hkv)), any Nq, Nk >= 1 (Nq != Nk and tails included), causal or
+// not, head_dim 64 or 128; p.window must be -1. q, k, v and o must be 16-byte aligned (tiles are
+// copied in 16-byte pieces; any cudaMalloc pointer is).
+// Throws std::invalid_argument naming the field (q, k, v, o, batch, heads_q, heads_kv, seq_q,
+// seq_k, head_dim, window) before any launch. Needs sm_80 (mma.sync with bf16, cp.async).
+//
+// The K/V pipeline depth (3 stages, else 2) is the deepest whose shared memory fits
+// course::smem_limit_per_block(); if not even 2 stages fit, std::runtime_error.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "attention_params.h"
+
+void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o,
+                         const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                         __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream = 0);
