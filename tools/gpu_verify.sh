@@ -50,7 +50,7 @@ step() {  # step <name> <log> <command...>: runs it, notes its status and CTest 
 step "make check (CUDA_ARCH=$arch)" "$out/check.log" \
   make check BUILD="$build" CUDA_ARCH="$arch" JOBS="$jobs"
 step "make check-skeletons" "$out/check-skeletons.log" make check-skeletons BUILD="$build" JOBS="$jobs"
-note "  contract: $(grep -E 'skeleton contract' "$out/check-skeletons.log")"
+note "  contract: $(grep -E '^exercise contract' "$out/check-skeletons.log" | head -n 1)"
 
 exercises=$(make -s list)
 if [ "$sanitize" = 1 ]; then
