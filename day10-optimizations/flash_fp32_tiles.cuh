@@ -51,13 +51,14 @@ struct FlashConfig {
 };
 
 // Stage rows [row0, row0 + ROWS) of a [n_rows, D] matrix into shared memory (leading dimension
-// LD); rows past n_rows become zeros. Consecutive threads copy consecutive 16-byte pieces.
+// LD); rows outside [0, n_rows) become zeros, so even a wrong tile index (a bug in the caller's
+// tile list) reads nothing outside the matrix. Consecutive threads copy consecutive 16-byte pieces.
 template <class C, int ROWS, int LD>
 __device__ __forceinline__ void load_tile(float* dst, const float* src, int row0, int n_rows) {
   constexpr int kChunksPerRow = C::D / 4;
   for (int idx = threadIdx.x; idx < ROWS * kChunksPerRow; idx += C::kThreads) {
     const int r = idx / kChunksPerRow, c4 = (idx % kChunksPerRow) * 4;
-    const bool valid = row0 + r < n_rows;
+    const bool valid = unsigned(row0 + r) < unsigned(n_rows);  // also false for row0 + r < 0
     copy16(dst + r * LD + c4, valid ? src + int64_t(row0 + r) * C::D + c4 : src, valid);
   }
 }

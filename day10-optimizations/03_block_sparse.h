@@ -1,0 +1,37 @@
+// Day 10 · Exercise 03 · block-sparse attention (fp32) — the contract.
+//
+//   O = softmax(scale · Q·Kᵀ + mask) · V,  where query i may see key j only if the 64 × 64 block
+//   (i / 64, j / 64) is listed in the layout; inside a listed block p.causal still applies
+//   (bottom-right, key j visible iff j <= i + off, off = Nk − Nq).
+//
+// Layout: BSR (block compressed sparse rows), the convention of FlashInfer's block-sparse API
+// and of FlexAttention's kv_num_blocks / kv_indices: query block r attends to the key blocks
+// col_idx[row_ptr[r] .. row_ptr[r + 1]), strictly ascending. Blocks are 64 × 64
+// (kBlockSparseBlock; the last query / key block of a sequence may be partial). ONE layout is
+// shared by every (batch, head): the BigBird / Longformer patterns are the same for all heads.
+// Builders: common/block_sparse_layouts.h.
+//
+// The layout is passed twice: `layout` on the host, which the launcher validates, and
+// `row_ptr` / `col_idx` on the device (int32, the same arrays uploaded), which the kernel
+// reads. Rows whose list is empty output zeros. Layouts, GQA and alignment as
+// flash_attention_tuned (01): [B,H,N,D], head_dim 32, 64 or 128, 16-byte aligned pointers;
+// p.window must be -1.
+//
+// Throws std::invalid_argument naming the field before any launch: q, k, v, o, row_ptr,
+// col_idx (null device arrays), batch, heads_q, heads_kv, seq_q, seq_k, head_dim, window, and
+// for the host layout block_m, block_n (must be 64), row_ptr (size ceil(Nq/64) + 1, from 0,
+// non-decreasing, ending at col_idx.size()), col_idx (ids outside [0, ceil(Nk/64)), unsorted or
+// duplicate ids in a row: rejected, not silently fixed).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "attention_params.h"
+#include "reference.h"  // course::ref::BlockSparseLayout
+
+constexpr int kBlockSparseBlock = 64;
+
+void block_sparse_attention(const float* q, const float* k, const float* v, float* o,
+                            const course::AttentionParams& p, const course::ref::BlockSparseLayout& layout,
+                            const int32_t* row_ptr, const int32_t* col_idx, cudaStream_t stream = 0);

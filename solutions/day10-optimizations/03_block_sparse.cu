@@ -1,0 +1,134 @@
+// Day 10 · Exercise 03 · block-sparse attention (fp32): visit only the listed key blocks, mask only partial ones.
+// Lesson: day10-optimizations/03_block_sparse.md. Test: make test EX=03_block_sparse
+//
+// Exercise 01's tile machinery (flash_fp32_tiles.cuh) walks whatever key tiles it is given; here
+// they come from a BSR layout: query block r visits key blocks col_idx[row_ptr[r] ..
+// row_ptr[r + 1]). Nothing scans the dense row of Nk keys, so the work is proportional to the
+// number of listed blocks. A listed block that the causal diagonal (or the end of the keys)
+// cuts is "partial" and pays for the per-element test; every other listed block is "full" and
+// runs exactly like a tile of dense attention (FlexAttention's full / partial blocks).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "03_block_sparse.h"
+#include "block_sparse_layouts.h"
+#include "check_args.h"
+#include "flash_fp32_tiles.cuh"
+#include "smem_limit.h"
+
+namespace {
+
+using flash_fp32::FlashConfig;
+constexpr int kBlock = kBlockSparseBlock;
+
+// One block per (query tile, query head, batch). The kernel's tile (BR × BC) divides the
+// layout's 64 × 64 block: a query tile lies inside one query block, and each listed key block
+// is kSub consecutive key tiles.
+template <class C>
+__global__ void __launch_bounds__(C::kThreads)
+block_sparse_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                    float* __restrict__ o, const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
+                    int heads, int group, int seq_q, int seq_k, float scale, bool causal) {
+  constexpr int BR = C::BR, BC = C::BC, D = C::D, kSub = kBlock / BC;
+  static_assert(kBlock % BR == 0 && kBlock % BC == 0, "the kernel's tile must divide the layout's block");
+  const int q0 = blockIdx.x * BR;
+  const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;
+  const int64_t bh_kv = bh / group;  // GQA: query head h reads KV head h / G
+  const int off = seq_k - seq_q;     // bottom-right alignment of the causal mask
+
+  // The listed key blocks of this query tile's block row: entries first .. first + n_blocks − 1.
+  int first = 0, n_blocks = 0;
+  // snippet-begin: bsr-row
+  const int r = q0 / kBlock;  // the query block this tile lies in
+  first = row_ptr[r];
+  n_blocks = row_ptr[r + 1] - first;  // may be 0: the row outputs zeros
+  // snippet-end: bsr-row
+
+  // The t-th key tile: sub-tile t % kSub of listed block t / kSub.
+  auto tile_key0 = [=](int t) {
+    int kv0 = 0;
+    // snippet-begin: bsr-tile
+    kv0 = col_idx[first + t / kSub] * kBlock + (t % kSub) * BC;
+    // snippet-end: bsr-tile
+    return kv0;
+  };
+  // Full or partial: a tile holding keys past seq_k always needs the test (attend_tiles hides
+  // those keys); under the causal mask, so does a tile reaching above the first row's diagonal.
+  auto needs_mask = [=](int kv0) {
+    bool partial = kv0 + BC > seq_k;
+    // snippet-begin: bsr-partial
+    partial = partial || (causal && kv0 + BC - 1 > q0 + off);
+    // snippet-end: bsr-partial
+    return partial;
+  };
+  auto visible = [=](int i, int key) { return !causal || key <= i + off; };
+
+  flash_fp32::attend_tiles<C>(q + bh * seq_q * D, k + bh_kv * seq_k * D, v + bh_kv * seq_k * D, o + bh * seq_q * D,
+                              q0, seq_q, seq_k, scale, n_blocks * kSub, tile_key0, needs_mask, visible);
+}
+
+template <class C>
+void launch(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+            const int32_t* row_ptr, const int32_t* col_idx, cudaStream_t stream) {
+  const auto kernel = block_sparse_kernel<C>;
+  flash_fp32::allow_smem(kernel, C::kSmemBytes);
+  const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, row_ptr, col_idx, p.heads_q, p.group_size(),
+                                                        p.seq_q, p.seq_k, p.softmax_scale(), p.causal);
+  CUDA_CHECK_LAUNCH();
+}
+
+void check_aligned(const void* ptr, const char* fn, const char* field) {
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, fn, field,
+                  "must be 16-byte aligned (rows are copied as float4)");
+}
+
+}  // namespace
+
+void block_sparse_attention(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                            const course::ref::BlockSparseLayout& layout, const int32_t* row_ptr,
+                            const int32_t* col_idx, cudaStream_t stream) {
+  const char* fn = "block_sparse_attention";
+  course::require_not_null(q, fn, "q");
+  course::require_not_null(k, fn, "k");
+  course::require_not_null(v, fn, "v");
+  course::require_not_null(o, fn, "o");
+  course::require_not_null(row_ptr, fn, "row_ptr");
+  course::require_not_null(col_idx, fn, "col_idx");
+  check_aligned(q, fn, "q");
+  check_aligned(k, fn, "k");
+  check_aligned(v, fn, "v");
+  check_aligned(o, fn, "o");
+  course::require_positive(p.batch, fn, "batch");
+  course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
+  course::require_positive(p.heads_q, fn, "heads_q");
+  course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
+  course::require_positive(p.heads_kv, fn, "heads_kv");
+  course::require(p.heads_kv <= p.heads_q && p.heads_q % p.heads_kv == 0, fn, "heads_kv",
+                  "must divide heads_q (got heads_q=" + std::to_string(p.heads_q) +
+                      ", heads_kv=" + std::to_string(p.heads_kv) + ")");
+  course::require_positive(p.seq_q, fn, "seq_q");
+  course::require_positive(p.seq_k, fn, "seq_k");
+  course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
+                  "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
+  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
+  // Sorted, unique, in-range ids are what make "visit each listed block once" correct: a
+  // duplicate would be counted twice in the softmax, an out-of-range id would read past K.
+  course::sparse::check_layout(layout, p.seq_q, p.seq_k, kBlock, fn);
+
+  // Tiles that divide 64 × 64, the largest that fits this GPU first.
+  const int smem_limit = course::smem_limit_per_block();
+  auto go = [&](auto config) { launch<decltype(config)>(q, k, v, o, p, row_ptr, col_idx, stream); };
+  switch (p.head_dim) {  // FlashConfig<D, BR, BC, kRowsPerThread>
+    case 32: flash_fp32::with_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, go); break;
+    case 64:
+      flash_fp32::with_first_fitting<FlashConfig<64, 64, 64, 8>, FlashConfig<64, 64, 32, 8>>(smem_limit, go);
+      break;
+    default:
+      flash_fp32::with_first_fitting<FlashConfig<128, 64, 64, 8>, FlashConfig<128, 64, 32, 8>,
+                                     FlashConfig<128, 32, 32, 4>>(smem_limit, go);
+      break;
+  }
+}
