@@ -84,8 +84,9 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
   const int slot = lane / kLanesPerToken, col = lane % kLanesPerToken;
   const int len = context_lens[b];
 
-  // This split's tokens are [begin, end); a split past the end of the context is empty.
-  int begin = 0, end = len;
+  // This split's tokens are [begin, end) (none until they are computed); a split past the end
+  // of the context is empty.
+  int begin = 0, end = 0;
   // snippet-begin: split-range
   begin = split * split_len;
   end = len - begin < split_len ? len : begin + split_len;  // min(len, begin + split_len) without overflow
