@@ -1,3 +1,5 @@
 # Per-exercise options of day 10 (see cmake/CourseExercises.cmake, course_exercise_options).
 # 04: nvcuda::wmma needs tensor cores (sm_70, Volta, or newer).
 course_exercise_options(04_fp16_wmma MIN_SM 70)
+# 05: mma.sync with bf16 operands, ldmatrix and cp.async need Ampere (sm_80) or newer.
+course_exercise_options(05_fp16_mma MIN_SM 80)
