@@ -15,8 +15,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
-
 #include "02_sliding_window.h"
 #include "check_args.h"
 #include "flash_fp32_tiles.cuh"
@@ -133,40 +131,12 @@ void launch_decode(const float* q, const float* k_cache, const float* v_cache, c
   CUDA_CHECK_LAUNCH();
 }
 
-void check_aligned(const void* ptr, const char* fn, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, fn, field,
-                  "must be 16-byte aligned (rows are copied as float4)");
-}
-
-void check_heads(int batch, int heads_q, int heads_kv, int head_dim, const char* fn) {
-  course::require_positive(batch, fn, "batch");
-  course::require(batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
-  course::require_positive(heads_q, fn, "heads_q");
-  course::require(heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
-  course::require_positive(heads_kv, fn, "heads_kv");
-  course::require(heads_kv <= heads_q && heads_q % heads_kv == 0, fn, "heads_kv",
-                  "must divide heads_q (got heads_q=" + std::to_string(heads_q) +
-                      ", heads_kv=" + std::to_string(heads_kv) + ")");
-  course::require(head_dim == 32 || head_dim == 64 || head_dim == 128, fn, "head_dim",
-                  "must be 32, 64 or 128 (got " + std::to_string(head_dim) + ")");
-}
-
 }  // namespace
 
 void sliding_window_attention(const float* q, const float* k, const float* v, float* o,
                               const course::AttentionParams& p, cudaStream_t stream) {
   const char* fn = "sliding_window_attention";
-  course::require_not_null(q, fn, "q");
-  course::require_not_null(k, fn, "k");
-  course::require_not_null(v, fn, "v");
-  course::require_not_null(o, fn, "o");
-  check_aligned(q, fn, "q");
-  check_aligned(k, fn, "k");
-  check_aligned(v, fn, "v");
-  check_aligned(o, fn, "o");
-  check_heads(p.batch, p.heads_q, p.heads_kv, p.head_dim, fn);
-  course::require_positive(p.seq_q, fn, "seq_q");
-  course::require_positive(p.seq_k, fn, "seq_k");
+  flash_fp32::check_dense_args(q, k, v, o, p, fn);  // as exercise 01
   course::require_non_negative(p.window, fn, "window");
   // i + off <= seq_k − 1, so a window of seq_k or more reaches key 0 from every row: plain
   // causal. Clamping keeps i + off − w far from integer overflow.
@@ -194,11 +164,11 @@ void ring_decode_attention(const float* q, const float* k_cache, const float* v_
   course::require_not_null(v_cache, fn, "v_cache");
   course::require_not_null(seq_lens, fn, "seq_lens");
   course::require_not_null(o, fn, "o");
-  check_aligned(q, fn, "q");
-  check_aligned(k_cache, fn, "k_cache");
-  check_aligned(v_cache, fn, "v_cache");
-  check_aligned(o, fn, "o");
-  check_heads(p.batch, p.heads_q, p.heads_kv, p.head_dim, fn);
+  flash_fp32::check_aligned16(q, fn, "q");
+  flash_fp32::check_aligned16(k_cache, fn, "k_cache");
+  flash_fp32::check_aligned16(v_cache, fn, "v_cache");
+  flash_fp32::check_aligned16(o, fn, "o");
+  flash_fp32::check_heads(p.batch, p.heads_q, p.heads_kv, p.head_dim, fn);
   course::require_non_negative(p.window, fn, "window");
   course::require(p.window < (1 << 30), fn, "window", "must be < 2^30 (slot indices are int)");
 

@@ -10,7 +10,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
 
 #include "03_block_sparse.h"
 #include "block_sparse_layouts.h"
@@ -80,39 +79,15 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
   CUDA_CHECK_LAUNCH();
 }
 
-void check_aligned(const void* ptr, const char* fn, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, fn, field,
-                  "must be 16-byte aligned (rows are copied as float4)");
-}
-
 }  // namespace
 
 void block_sparse_attention(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
                             const course::ref::BlockSparseLayout& layout, const int32_t* row_ptr,
                             const int32_t* col_idx, cudaStream_t stream) {
   const char* fn = "block_sparse_attention";
-  course::require_not_null(q, fn, "q");
-  course::require_not_null(k, fn, "k");
-  course::require_not_null(v, fn, "v");
-  course::require_not_null(o, fn, "o");
+  flash_fp32::check_dense_args(q, k, v, o, p, fn);  // as exercise 01
   course::require_not_null(row_ptr, fn, "row_ptr");
   course::require_not_null(col_idx, fn, "col_idx");
-  check_aligned(q, fn, "q");
-  check_aligned(k, fn, "k");
-  check_aligned(v, fn, "v");
-  check_aligned(o, fn, "o");
-  course::require_positive(p.batch, fn, "batch");
-  course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
-  course::require_positive(p.heads_q, fn, "heads_q");
-  course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
-  course::require_positive(p.heads_kv, fn, "heads_kv");
-  course::require(p.heads_kv <= p.heads_q && p.heads_q % p.heads_kv == 0, fn, "heads_kv",
-                  "must divide heads_q (got heads_q=" + std::to_string(p.heads_q) +
-                      ", heads_kv=" + std::to_string(p.heads_kv) + ")");
-  course::require_positive(p.seq_q, fn, "seq_q");
-  course::require_positive(p.seq_k, fn, "seq_k");
-  course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
-                  "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
   // Sorted, unique, in-range ids are what make "visit each listed block once" correct: a
   // duplicate would be counted twice in the softmax, an out-of-range id would read past K.
