@@ -2,7 +2,8 @@
 // checked against the one CPU reference. Ratios with Hkv > 1 AND G > 1 catch a wrong query-head
 // → KV-head mapping (h % Hkv instead of h / G); causal shapes with G > 1 catch a mask computed
 // on the packed row index instead of the query position; Nq > Nk causal shapes have rows that
-// see no key (zeros expected).
+// see no key (zeros expected); every G > 1 shape catches a grid that covers Nq instead of G·Nq
+// packed rows (the rows left out keep the NaN poison).
 #include <string>
 #include <vector>
 
