@@ -20,13 +20,14 @@
 // (sequence, KV head, split) and leaves the partial (m, ℓ, O) of every split that holds at least
 // one token in `workspace`; pass 2 merges them with the log-sum-exp rule. With one split pass 1
 // writes o itself, there is no pass 2 and no workspace.
-// The automatic split count (SplitKvOptions::num_splits == 0) fills one wave of the GPU:
+// The automatic split count (SplitKvOptions::num_splits == 0) balances waves of blocks:
 //   base   = B · Hkv · ceil(G / 8)                  blocks with one split (8 heads per block)
 //   slots  = SMs · resident pass-1 blocks per SM    (cudaOccupancyMaxActiveBlocksPerMultiprocessor)
-//   splits = 1                                       if base >= slots (the GPU is already full)
-//          = min(slots / base, ceil(window / 256))   otherwise
+//   cost(s) = ceil(base · s / slots) / s            waves of blocks, each 1/s of the work
+//   splits = the smallest s in [1, min(ceil(window / 256), 1024)] with cost(s) <= 1.1 · min cost
+// (B = 1 over a long context: as many splits as fill one wave; a batch that fills the GPU: 1.)
 // Fewer blocks than slots leaves HBM bandwidth unused (B = 1 would run 8 blocks on 132 SMs);
-// more than one wave of equal-sized blocks leaves a partial last wave; splits shorter than 256
+// a partly filled last wave of equal-sized blocks idles the rest; splits shorter than 256
 // tokens spend more on writing and merging partials than they gain. Why, with numbers:
 // day10-optimizations/06_split_kv_decode.md, section "Choosing split sizes".
 //

@@ -29,7 +29,7 @@ namespace {
 constexpr int kWarps = 4;             // 128 threads per pass-1 block
 constexpr int kUnroll = 4;            // token steps per warp iteration: 2·kUnroll 16-byte loads in flight
 constexpr int kMaxHeadsPerBlock = 8;  // query heads one block serves (the contract's ceil(G / 8))
-constexpr int kMinSplitTokens = 256;  // shorter splits cost more in partials than they gain
+constexpr int kMinSplitTokens = 256;  // shorter splits cost more in partials and merging than they gain
 constexpr int kMaxSplits = 1024;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -124,13 +124,11 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
         v_raw[u] = v8[row * kLanesPerToken + col];
       }
     }
-    float v_t[kUnroll][8];
     float s[GB][kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       float k_t[8];
       unpack8(k_raw[u], k_t);
-      unpack8(v_raw[u], v_t[u]);
       const bool real = t0 + u * kTokensPerStep + slot < end;
 #pragma unroll
       for (int g = 0; g < GB; ++g) {
@@ -142,28 +140,34 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
         s[g][u] = real ? dot : -INFINITY;
       }
     }
+    // snippet-begin: partial-softmax
+    float m_use[GB];  // the max the new terms are measured against
 #pragma unroll
     for (int g = 0; g < GB; ++g) {
-      // snippet-begin: partial-softmax
       float s_max = -INFINITY;
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) s_max = fmaxf(s_max, s[g][u]);
       const float m_new = fmaxf(m[g], s_max);
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;  // nothing seen yet: keep exp2 finite
-      const float alpha = exp2f((m[g] - m_use) * scale_log2);  // rescale what was summed so far
+      m_use[g] = m_new == -INFINITY ? 0.f : m_new;  // nothing seen yet: keep exp2 finite
+      const float alpha = exp2f((m[g] - m_use[g]) * scale_log2);  // rescale what was summed so far
       l[g] *= alpha;
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[g][i] *= alpha;
+      m[g] = m_new;
+    }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const float p = exp2f((s[g][u] - m_use) * scale_log2);  // 0 for a masked token
+    for (int u = 0; u < kUnroll; ++u) {
+      float v_t[8];
+      unpack8(v_raw[u], v_t);  // one V row at a time: 8 registers live, not 8·kUnroll
+#pragma unroll
+      for (int g = 0; g < GB; ++g) {
+        const float p = exp2f((s[g][u] - m_use[g]) * scale_log2);  // 0 for a masked token
         l[g] += p;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(p, v_t[u][i], acc[g][i]);
+        for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(p, v_t[i], acc[g][i]);
       }
-      m[g] = m_new;
-      // snippet-end: partial-softmax
     }
+    // snippet-end: partial-softmax
   }
 
   // Fold the token slots of a warp (lanes with the same column), then the warps via shared memory.
@@ -330,9 +334,16 @@ int splits_for(const course::PagedParams& p, const SplitKvOptions& opt) {
   const int chunks = (p.group_size() + kMaxHeadsPerBlock - 1) / kMaxHeadsPerBlock;
   const long long base = (long long)p.batch * p.heads_kv * chunks;  // blocks with one split
   const long long slots = pass1_slots(pick_kernel(p));
-  if (base >= slots) return 1;  // the batch alone fills the GPU: splitting only adds a merge
-  const long long by_length = (window + kMinSplitTokens - 1) / kMinSplitTokens;
-  return int(std::max(1LL, std::min({slots / base, by_length, (long long)kMaxSplits})));
+  const long long max_splits = std::min<long long>((window + kMinSplitTokens - 1) / kMinSplitTokens, kMaxSplits);
+  // s splits make base·s blocks of 1/s of the work each, run in ceil(base·s / slots) waves:
+  // the step takes about waves(s) / s. Take the fewest splits within 10% of the best (each
+  // split costs a partial written and merged).
+  auto cost = [&](long long s) { return double((base * s + slots - 1) / slots) / double(s); };
+  double best = cost(1);
+  for (long long s = 2; s <= max_splits; ++s) best = std::min(best, cost(s));
+  for (long long s = 1; s <= max_splits; ++s)
+    if (cost(s) <= 1.1 * best) return int(s);
+  return 1;
 }
 
 int split_length(const course::PagedParams& p, int num_splits) {
