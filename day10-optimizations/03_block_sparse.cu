@@ -29,11 +29,16 @@ template <class C>
 __global__ void __launch_bounds__(C::kThreads)
 block_sparse_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
                     float* __restrict__ o, const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
-                    int heads, int group, int seq_q, int seq_k, float scale, bool causal) {
+                    int batch, int heads, int group, int seq_q, int seq_k, float scale, bool causal) {
   constexpr int BR = C::BR, BC = C::BC, D = C::D, kSub = kBlock / BC;
   static_assert(kBlock % BR == 0 && kBlock % BC == 0, "the kernel's tile must divide the layout's block");
-  const int q0 = blockIdx.x * BR;
-  const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;
+  // A 1-D grid, query tile slowest: every (batch, head) of query tile 0 is launched before any
+  // of tile 1. Row lengths differ wildly (BigBird's global rows list every block, band rows a
+  // few); with the long rows of all heads starting first, none of them is left running alone
+  // at the end of the grid.
+  const int64_t n_bh = int64_t(batch) * heads;
+  const int q0 = int(blockIdx.x / n_bh) * BR;
+  const int64_t bh = blockIdx.x % n_bh;  // (batch, query head)
   const int64_t bh_kv = bh / group;  // GQA: query head h reads KV head h / G
   const int off = seq_k - seq_q;     // bottom-right alignment of the causal mask
 
@@ -68,9 +73,10 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
             const int32_t* row_ptr, const int32_t* col_idx, cudaStream_t stream) {
   const auto kernel = block_sparse_kernel<C>;
   flash_fp32::allow_smem(kernel, C::kSmemBytes);
-  const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, row_ptr, col_idx, p.heads_q, p.group_size(),
-                                                        p.seq_q, p.seq_k, p.softmax_scale(), p.causal);
+  const int64_t n_blocks = int64_t((p.seq_q + C::BR - 1) / C::BR) * p.batch * p.heads_q;
+  kernel<<<unsigned(n_blocks), C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, row_ptr, col_idx, p.batch, p.heads_q,
+                                                                      p.group_size(), p.seq_q, p.seq_k,
+                                                                      p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -84,6 +90,8 @@ void block_sparse_attention(const float* q, const float* k, const float* v, floa
   course::require_not_null(row_ptr, fn, "row_ptr");
   course::require_not_null(col_idx, fn, "col_idx");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
+  course::require(int64_t(p.seq_q / 32 + 1) * p.batch * p.heads_q < (int64_t(1) << 31), fn, "seq_q",
+                  "times batch times heads_q is too large for one 1-D grid");
   // Sorted, unique, in-range ids are what make "visit each listed block once" correct: a
   // duplicate would be counted twice in the softmax, an out-of-range id would read past K.
   course::sparse::check_layout(layout, p.seq_q, p.seq_k, kBlock, fn);
