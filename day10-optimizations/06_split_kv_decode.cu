@@ -1,0 +1,377 @@
+// Day 10 · Exercise 06 · split-KV decode (flash-decoding): one query token per sequence over a paged fp16 KV cache, split along the context.
+// Lesson: day10-optimizations/06_split_kv_decode.md. Test: make test EX=06_split_kv_decode
+//
+// Decode reads every K/V byte once and does ~1 FLOP per byte with it: the kernel is a memory
+// copy with a dot product attached, so its speed is the fraction of HBM bandwidth it reaches.
+// Day 06 ran one block per (sequence, KV head): with B = 1 that is 8 blocks on 132 SMs. Here the
+// context is also cut into splits:
+//   * pass 1: one block per (KV head chunk, split, sequence) walks its split's tokens, serving
+//     all (up to 8) query heads of the group from each K/V row it loads, and leaves the partial
+//     online-softmax state (m, ℓ, O) of each head in fp32 workspace;
+//   * pass 2: one block per (query head, sequence) merges the partials of the non-empty splits
+//     with the log-sum-exp rule and writes o in fp16.
+// With one split, pass 1 normalises and writes o itself: no workspace, no second launch.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "06_split_kv_decode.h"
+#include "check_args.h"
+#include "cuda_check.h"
+
+namespace {
+
+constexpr int kWarps = 4;             // 128 threads per pass-1 block
+constexpr int kUnroll = 4;            // token steps per warp iteration: 2·kUnroll 16-byte loads in flight
+constexpr int kMaxHeadsPerBlock = 8;  // query heads one block serves (the contract's ceil(G / 8))
+constexpr int kMinSplitTokens = 256;  // shorter splits cost more in partials and merging than they gain
+constexpr int kMaxSplits = 1024;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Eight fp16 values of one K or V row (one 16-byte load) as fp32.
+__device__ void unpack8(const uint4& raw, float (&x)[8]) {
+  const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    x[2 * i] = f.x;
+    x[2 * i + 1] = f.y;
+  }
+}
+
+// Folds the state (m2, l2, acc2) into (m, l, acc); either may be empty (m = -inf, l = 0). Scores
+// stay in raw units; exponents are (m - m_new)·scale·log2(e).
+__device__ void fold_state(float& m, float& l, float (&acc)[8], float m2, float l2, const float (&acc2)[8],
+                           float scale_log2) {
+  const float m_new = fmaxf(m, m2);
+  const float m_use = m_new == -INFINITY ? 0.f : m_new;  // both empty: avoid (-inf) - (-inf)
+  const float a = exp2f((m - m_use) * scale_log2), a2 = exp2f((m2 - m_use) * scale_log2);
+  l = l * a + l2 * a2;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) acc[i] = fmaf(a2, acc2[i], acc[i] * a);
+  m = m_new;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 1. Grid: x = KV head · head chunks, y = split, z = sequence. Each lane loads 8 halves of a
+// row, so D / 8 lanes cover a token and one warp load covers 32 / (D / 8) tokens.
+template <int D, int GB>
+__global__ void __launch_bounds__(kWarps * 32)
+split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__ k_cache,
+                        const __half* __restrict__ v_cache, const int32_t* __restrict__ block_table,
+                        const int32_t* __restrict__ context_lens, __half* __restrict__ o,
+                        float* __restrict__ part_o, float* __restrict__ part_m, float* __restrict__ part_l,
+                        int heads_q, int heads_kv, int block_size, int max_blocks_per_seq, int split_len,
+                        float scale_log2) {
+  constexpr int kLanesPerToken = D / 8;
+  constexpr int kTokensPerStep = 32 / kLanesPerToken;
+  constexpr int kTokensPerIter = kTokensPerStep * kUnroll;
+  // Each warp's state for the block-level merge (16 KiB at D = 128, GB = 8).
+  __shared__ float sh_acc[kWarps][GB][D];
+  __shared__ float sh_m[kWarps][GB], sh_l[kWarps][GB];
+
+  const int group = heads_q / heads_kv;
+  const int chunks = (group + GB - 1) / GB;
+  const int hk = blockIdx.x / chunks, g0 = (blockIdx.x % chunks) * GB;
+  const int split = blockIdx.y, num_splits = gridDim.y;
+  const int b = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slot = lane / kLanesPerToken, col = lane % kLanesPerToken;
+  const int len = context_lens[b];
+
+  // This split's tokens are [begin, end) (none until they are computed); a split past the end
+  // of the context is empty.
+  int begin = 0, end = 0;
+  // TODO(1) (≈ 3 lines): this split's tokens: begin = split · split_len, end = min(len,
+  //          begin + split_len) (mind int overflow); with more than one split, a block whose
+  //          range is empty returns at once, leaving no partial (lesson: "Splitting the context").
+
+  const int32_t* table = block_table + size_t(b) * max_blocks_per_seq;
+  const uint4* k8 = reinterpret_cast<const uint4*>(k_cache);
+  const uint4* v8 = reinterpret_cast<const uint4*>(v_cache);
+
+  // Query chunk of each served head (fp32, unscaled: the scale multiplies s - m, see day 06).
+  float q_h[GB][8], acc[GB][8], m[GB], l[GB];
+#pragma unroll
+  for (int g = 0; g < GB; ++g) {
+    uint4 raw = make_uint4(0u, 0u, 0u, 0u);
+    if (g0 + g < group) raw = reinterpret_cast<const uint4*>(q)[(size_t(b) * heads_q + hk * group + g0 + g) * kLanesPerToken + col];
+    unpack8(raw, q_h[g]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[g][i] = 0.f;
+    m[g] = -INFINITY;
+    l[g] = 0.f;
+  }
+
+  for (int t0 = begin + warp * kTokensPerIter; t0 < end; t0 += kWarps * kTokensPerIter) {
+    // All loads of the iteration first (bytes in flight), then the math. Tokens at or past
+    // `end` are never loaded: past len they may be NaN, past the split they belong to another.
+    uint4 k_raw[kUnroll], v_raw[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int t = t0 + u * kTokensPerStep + slot;
+      k_raw[u] = v_raw[u] = make_uint4(0u, 0u, 0u, 0u);
+      if (t < end) {
+        const size_t row = (size_t(table[t / block_size]) * heads_kv + hk) * block_size + t % block_size;
+        k_raw[u] = k8[row * kLanesPerToken + col];
+        v_raw[u] = v8[row * kLanesPerToken + col];
+      }
+    }
+    float s[GB][kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float k_t[8];
+      unpack8(k_raw[u], k_t);
+      const bool real = t0 + u * kTokensPerStep + slot < end;
+#pragma unroll
+      for (int g = 0; g < GB; ++g) {
+        float dot = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot = fmaf(q_h[g][i], k_t[i], dot);
+#pragma unroll
+        for (int off = kLanesPerToken / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+        s[g][u] = real ? dot : -INFINITY;
+      }
+    }
+    // TODO(2) (≈ 25 lines): fold this iteration's scores s[g][u] and V rows v_raw[u] into each
+    //          head's running state (m[g], l[g], acc[g][0..8)) with the online softmax: the new
+    //          max, then l and acc rescaled by exp2((m_old − m_new)·scale_log2), then for every
+    //          token exp2((s − m_new)·scale_log2) added to l and, times the V row (unpack8),
+    //          to acc. Masked tokens have s = −inf: keep exp2 away from (−inf) − (−inf). Unpack
+    //          one V row at a time (registers) (lesson: "The partial online softmax").
+  }
+
+  // Fold the token slots of a warp (lanes with the same column), then the warps via shared memory.
+#pragma unroll
+  for (int off = kLanesPerToken; off < 32; off *= 2) {
+#pragma unroll
+    for (int g = 0; g < GB; ++g) {
+      float acc2[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc2[i] = __shfl_xor_sync(0xffffffffu, acc[g][i], off);
+      const float m2 = __shfl_xor_sync(0xffffffffu, m[g], off);
+      const float l2 = __shfl_xor_sync(0xffffffffu, l[g], off);
+      fold_state(m[g], l[g], acc[g], m2, l2, acc2, scale_log2);
+    }
+  }
+  if (slot == 0) {
+#pragma unroll
+    for (int g = 0; g < GB; ++g) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sh_acc[warp][g][col * 8 + i] = acc[g][i];
+      if (col == 0) {
+        sh_m[warp][g] = m[g];
+        sh_l[warp][g] = l[g];
+      }
+    }
+  }
+  __syncthreads();  // every warp's state is in shared memory before anyone folds them
+
+  for (int e = threadIdx.x; e < GB * kLanesPerToken; e += kWarps * 32) {
+    const int g = e / kLanesPerToken, c = e % kLanesPerToken;
+    if (g0 + g >= group) continue;
+    float m_all = -INFINITY, l_all = 0.f, acc_all[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int w = 0; w < kWarps; ++w) {
+      float acc_w[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc_w[i] = sh_acc[w][g][c * 8 + i];
+      fold_state(m_all, l_all, acc_all, sh_m[w][g], sh_l[w][g], acc_w, scale_log2);
+    }
+    const size_t row = size_t(b) * heads_q + hk * group + g0 + g;
+    if (num_splits == 1) {
+      // The whole context in one block: normalise and write o directly (context 0: zeros).
+      const float inv_l = l_all > 0.f ? 1.f / l_all : 0.f;
+      __align__(16) __half2 out[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[i] = __floats2half2_rn(acc_all[2 * i] * inv_l, acc_all[2 * i + 1] * inv_l);
+      reinterpret_cast<uint4*>(o)[row * kLanesPerToken + c] = *reinterpret_cast<const uint4*>(out);
+    } else {
+      // The partial stays fp32 and unnormalised: ℓ alone can pass 65504 (fp16's largest value)
+      // within one split, and rounding O to fp16 here would add an error the merge cannot undo.
+      const size_t prow = row * num_splits + split;
+      float4* dst = reinterpret_cast<float4*>(part_o + prow * D + c * 8);
+      dst[0] = make_float4(acc_all[0], acc_all[1], acc_all[2], acc_all[3]);
+      dst[1] = make_float4(acc_all[4], acc_all[5], acc_all[6], acc_all[7]);
+      if (c == 0) {
+        part_m[prow] = m_all;
+        part_l[prow] = l_all;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 2. Grid: x = query head, y = sequence; one thread per element of the head's row.
+__global__ void split_kv_merge_kernel(const float* __restrict__ part_o, const float* __restrict__ part_m,
+                                      const float* __restrict__ part_l, const int32_t* __restrict__ context_lens,
+                                      __half* __restrict__ o, int heads_q, int head_dim, int num_splits,
+                                      int split_len, float scale_log2) {
+  const int d = threadIdx.x;
+  const size_t row = size_t(blockIdx.y) * heads_q + blockIdx.x;
+  const int len = context_lens[blockIdx.y];
+  const float* pm = part_m + row * num_splits;
+  const float* pl = part_l + row * num_splits;
+  const float* po = part_o + row * num_splits * head_dim + d;
+
+  // Split s holds tokens iff s · split_len < len: only those left a partial in the workspace.
+  const int used = min(int((int64_t(len) + split_len - 1) / split_len), num_splits);
+  float l_all = 0.f, acc = 0.f;
+  // TODO(3) (≈ 7 lines): merge the `used` partials (pm[s], pl[s], po[s · head_dim]): find
+  //          M = max m_s, then l_all = Σ exp2((m_s − M)·scale_log2)·ℓ_s and acc = the same
+  //          weights times O_s (lesson: "Merging the partials").
+  o[row * head_dim + d] = __float2half_rn(l_all > 0.f ? acc / l_all : 0.f);  // context 0: zeros
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+using PartialKernel = void (*)(const __half*, const __half*, const __half*, const int32_t*, const int32_t*,
+                               __half*, float*, float*, float*, int, int, int, int, int, float);
+
+template <int D>
+PartialKernel pick_for_group(int group) {
+  // Heads per block: the group size rounded up to a power of two, at most kMaxHeadsPerBlock.
+  if (group <= 1) return split_kv_partial_kernel<D, 1>;
+  if (group <= 2) return split_kv_partial_kernel<D, 2>;
+  if (group <= 4) return split_kv_partial_kernel<D, 4>;
+  return split_kv_partial_kernel<D, kMaxHeadsPerBlock>;
+}
+
+PartialKernel pick_kernel(const course::PagedParams& p) {
+  switch (p.head_dim) {
+    case 32: return pick_for_group<32>(p.group_size());
+    case 64: return pick_for_group<64>(p.group_size());
+    default: return pick_for_group<128>(p.group_size());
+  }
+}
+
+// Resident pass-1 blocks per SM times SMs, cached per (device, kernel): the occupancy query
+// costs microseconds, a decode step only tens of them.
+int pass1_slots(PartialKernel kernel) {
+  constexpr int kMaxDevices = 16, kKernels = 12;
+  static std::atomic<int> cache[kMaxDevices][kKernels] = {};
+  static const PartialKernel kernels[kKernels] = {
+      split_kv_partial_kernel<32, 1>,  split_kv_partial_kernel<32, 2>,  split_kv_partial_kernel<32, 4>,
+      split_kv_partial_kernel<32, 8>,  split_kv_partial_kernel<64, 1>,  split_kv_partial_kernel<64, 2>,
+      split_kv_partial_kernel<64, 4>,  split_kv_partial_kernel<64, 8>,  split_kv_partial_kernel<128, 1>,
+      split_kv_partial_kernel<128, 2>, split_kv_partial_kernel<128, 4>, split_kv_partial_kernel<128, 8>};
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  const int idx = int(std::find(kernels, kernels + kKernels, kernel) - kernels);
+  const bool cacheable = dev < kMaxDevices && idx < kKernels;
+  if (cacheable) {
+    const int hit = cache[dev][idx].load(std::memory_order_relaxed);
+    if (hit > 0) return hit;
+  }
+  int sms = 0, per_sm = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
+  const int slots = std::max(1, sms * per_sm);
+  if (cacheable) cache[dev][idx].store(slots, std::memory_order_relaxed);
+  return slots;
+}
+
+void check_params(const course::PagedParams& p, const SplitKvOptions& opt, const char* fn) {
+  course::require_positive(p.batch, fn, "batch");
+  course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
+  course::require_positive(p.heads_q, fn, "heads_q");
+  course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (merge grid x)");
+  course::require_positive(p.heads_kv, fn, "heads_kv");
+  course::require(p.heads_q % p.heads_kv == 0, fn, "heads_kv", "must divide heads_q");
+  course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
+                  "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
+  course::require_positive(p.block_size, fn, "block_size");
+  course::require_positive(p.num_blocks, fn, "num_blocks");
+  course::require_positive(p.max_blocks_per_seq, fn, "max_blocks_per_seq");
+  course::require((long long)p.max_blocks_per_seq * p.block_size <= 0x7fffffffLL, fn, "max_blocks_per_seq",
+                  "times block_size must fit in int");
+  course::require(opt.num_splits >= 0 && opt.num_splits <= kMaxSplits, fn, "num_splits",
+                  "must be 0 (automatic) or in [1, 1024] (got " + std::to_string(opt.num_splits) + ")");
+}
+
+int splits_for(const course::PagedParams& p, const SplitKvOptions& opt) {
+  if (opt.num_splits > 0) return opt.num_splits;
+  const long long window = (long long)p.max_blocks_per_seq * p.block_size;
+  const int chunks = (p.group_size() + kMaxHeadsPerBlock - 1) / kMaxHeadsPerBlock;
+  const long long base = (long long)p.batch * p.heads_kv * chunks;  // blocks with one split
+  const long long slots = pass1_slots(pick_kernel(p));
+  const long long max_splits = std::min<long long>((window + kMinSplitTokens - 1) / kMinSplitTokens, kMaxSplits);
+  // s splits make base·s blocks of 1/s of the work each, run in ceil(base·s / slots) waves:
+  // the step takes about waves(s) / s. Take the fewest splits within 10% of the best (each
+  // split costs a partial written and merged).
+  auto cost = [&](long long s) { return double((base * s + slots - 1) / slots) / double(s); };
+  double best = cost(1);
+  for (long long s = 2; s <= max_splits; ++s) best = std::min(best, cost(s));
+  for (long long s = 1; s <= max_splits; ++s)
+    if (cost(s) <= 1.1 * best) return int(s);
+  return 1;
+}
+
+int split_length(const course::PagedParams& p, int num_splits) {
+  const long long window = (long long)p.max_blocks_per_seq * p.block_size;
+  return int((window + num_splits - 1) / num_splits);
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+}  // namespace
+
+int split_kv_decode_num_splits(const course::PagedParams& p, const SplitKvOptions& opt) {
+  check_params(p, opt, "split_kv_decode_num_splits");
+  return splits_for(p, opt);
+}
+
+size_t split_kv_decode_workspace_bytes(const course::PagedParams& p, const SplitKvOptions& opt) {
+  check_params(p, opt, "split_kv_decode_workspace_bytes");
+  const int splits = splits_for(p, opt);
+  if (splits == 1) return 0;
+  return size_t(p.batch) * p.heads_q * splits * (p.head_dim + 2) * sizeof(float);
+}
+
+void split_kv_decode(const __half* q, const __half* k_cache, const __half* v_cache, const int32_t* block_table,
+                     const int32_t* context_lens, __half* o, float* workspace, const course::PagedParams& p,
+                     cudaStream_t stream, const SplitKvOptions& opt) {
+  const char* fn = "split_kv_decode";
+  course::require_not_null(q, fn, "q");
+  course::require_not_null(k_cache, fn, "k_cache");
+  course::require_not_null(v_cache, fn, "v_cache");
+  course::require_not_null(block_table, fn, "block_table");
+  course::require_not_null(context_lens, fn, "context_lens");
+  course::require_not_null(o, fn, "o");
+  // 16-byte loads and stores of 8 halves need 16-byte aligned rows (cudaMalloc gives 256).
+  course::require(aligned16(q), fn, "q", "must be 16-byte aligned");
+  course::require(aligned16(k_cache), fn, "k_cache", "must be 16-byte aligned");
+  course::require(aligned16(v_cache), fn, "v_cache", "must be 16-byte aligned");
+  course::require(aligned16(o), fn, "o", "must be 16-byte aligned");
+  check_params(p, opt, fn);
+  const int splits = splits_for(p, opt);
+  if (splits > 1) {
+    course::require_not_null(workspace, fn, "workspace");
+    course::require(aligned16(workspace), fn, "workspace", "must be 16-byte aligned");
+  }
+
+  // Workspace layout: O partials [B, Hq, S, D], then m [B, Hq, S], then ℓ [B, Hq, S].
+  const size_t rows = size_t(p.batch) * p.heads_q * splits;
+  float* part_o = splits > 1 ? workspace : nullptr;
+  float* part_m = splits > 1 ? workspace + rows * p.head_dim : nullptr;
+  float* part_l = splits > 1 ? part_m + rows : nullptr;
+  const int split_len = split_length(p, splits);
+  const float scale_log2 = p.softmax_scale() * kLog2e;
+
+  // ceil(G / 8) head chunks per KV head: a group of at most 4 fits one block of the kernel picked.
+  const int chunks = (p.group_size() + kMaxHeadsPerBlock - 1) / kMaxHeadsPerBlock;
+  const dim3 grid1(unsigned(p.heads_kv * chunks), unsigned(splits), unsigned(p.batch));
+  pick_kernel(p)<<<grid1, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, block_table, context_lens, o, part_o,
+                                                    part_m, part_l, p.heads_q, p.heads_kv, p.block_size,
+                                                    p.max_blocks_per_seq, split_len, scale_log2);
+  CUDA_CHECK_LAUNCH();
+  if (splits == 1) return;
+  split_kv_merge_kernel<<<dim3(unsigned(p.heads_q), unsigned(p.batch)), unsigned(p.head_dim), 0, stream>>>(
+      part_o, part_m, part_l, context_lens, o, p.heads_q, p.head_dim, splits, split_len, scale_log2);
+  CUDA_CHECK_LAUNCH();
+}
