@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -11,8 +12,11 @@ namespace bench {
 
 namespace {
 bool numeric(const std::string& s) {
-  return !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) ||
-                        (s[0] == '-' && s.size() > 1 && std::isdigit(static_cast<unsigned char>(s[1]))));
+  // A whole number, not merely a leading digit: exercise ids such as "01_flash_tuned" are text.
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
 }
 // Display width: UTF-8 continuation bytes take no column.
 size_t width(const std::string& s) {
