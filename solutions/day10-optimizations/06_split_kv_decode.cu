@@ -250,8 +250,12 @@ __global__ void split_kv_merge_kernel(const float* __restrict__ part_o, const fl
   // snippet-begin: merge
   // O = Σ_s exp(m_s − M)·O_s / Σ_s exp(m_s − M)·ℓ_s with M = max_s m_s: every partial is
   // rescaled to the common maximum before it is added, as the online softmax does per tile.
+  // Unrolled so that 8 loads are in flight before the first is used: with up to ~60 splits a
+  // loop that waits for each load in turn costs more than the tokens of a short context.
   float m_all = -INFINITY;
+#pragma unroll 8
   for (int s = 0; s < used; ++s) m_all = fmaxf(m_all, pm[s]);
+#pragma unroll 8
   for (int s = 0; s < used; ++s) {
     const float w = exp2f((pm[s] - m_all) * scale_log2);
     l_all = fmaf(w, pl[s], l_all);
