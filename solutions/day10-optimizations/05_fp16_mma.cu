@@ -36,10 +36,12 @@ constexpr float kLog2e = 1.4426950408889634f;
 // ldmatrix reads one 16-byte chunk from each of 8 rows. Unswizzled, a row is 128 or 256 bytes,
 // so those 8 chunks sit in the same 4 banks: an 8-way conflict. Storing logical chunk c of row r
 // at physical chunk c ^ (r mod 8) spreads any 8 consecutive rows over all 32 banks.
+// snippet-begin: swizzle
 template <int D>
 __device__ __forceinline__ int swizzled(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);  // element offset (8 elements per chunk)
 }
+// snippet-end: swizzle
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -129,7 +131,6 @@ struct MmaConfig {
   static constexpr size_t kSmemBytes = size_t(kBr + 2 * kStages * kBc) * D * sizeof(T);
 };
 
-// snippet-begin: kernel
 template <class T, int D, int kStages>
 __global__ void __launch_bounds__(kThreads)
     flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -188,6 +189,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int j = 0; j < n_tiles; ++j) {
     // Tile j has landed (at most kStages-2 younger groups in flight), and every warp is done
     // with tile j-1, whose stage the prefetch below overwrites.
+    // snippet-begin: pipeline
     cp_async_wait<kStages - 2>();
     __syncthreads();
     {
@@ -198,6 +200,7 @@ __global__ void __launch_bounds__(kThreads)
       }
       cp_async_commit();
     }
+    // snippet-end: pipeline
     const T* Kt = Ks + (j % kStages) * kBc * D;
     const T* Vt = Vs + (j % kStages) * kBc * D;
     const int k0 = j * kBc;
@@ -302,7 +305,6 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 }
-// snippet-end: kernel
 
 template <class T, int D, int kStages>
 void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p, cudaStream_t stream) {

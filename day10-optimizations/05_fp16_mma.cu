@@ -1,0 +1,357 @@
+// Day 10 · Exercise 05 · FlashAttention-2 on mma.sync: fp16/bf16 tensor cores, S and P in registers
+// Lesson: day10-optimizations/05_fp16_mma.md. Test: make test EX=05_fp16_mma
+//
+// One thread block = Br = 64 query rows of one (batch, head); 4 warps, each owns 16 rows, so
+// every softmax row lives inside one warp (in the 4 lanes of a quad) and no statistic ever
+// crosses a warp. The block walks the key tiles K_j, V_j (Bc = 64 keys) through a cp.async
+// pipeline of kStages shared-memory stages; per tile each warp computes its 16×64 slice of S_ij
+// with mma.sync.m16n8k16 (Q fragments held in registers, K fragments by ldmatrix), updates the
+// online softmax on the accumulator fragments, re-packs P_ij into A-operand fragments without
+// touching shared memory and adds P_ij·V_j (V fragments by ldmatrix.trans).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "05_fp16_mma.h"
+#include "check_args.h"
+#include "cp_async.cuh"
+#include "cuda_check.h"
+#include "smem_limit.h"
+
+namespace {
+
+constexpr int kBr = 64;       // query rows per block
+constexpr int kBc = 64;       // keys per tile
+constexpr int kWarps = 4;     // each warp owns 16 of the kBr rows
+constexpr int kThreads = 32 * kWarps;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// ---- shared-memory layout: rows of D 16-bit values, XOR-swizzled in 16-byte chunks ----------
+// ldmatrix reads one 16-byte chunk from each of 8 rows. Unswizzled, a row is 128 or 256 bytes,
+// so those 8 chunks sit in the same 4 banks: an 8-way conflict. Storing logical chunk c of row r
+// at physical chunk c ^ (r mod 8) spreads any 8 consecutive rows over all 32 banks.
+// snippet-begin: swizzle
+template <int D>
+__device__ __forceinline__ int swizzled(int row, int chunk) {
+  return row * D + ((chunk ^ (row & 7)) << 3);  // element offset (8 elements per chunk)
+}
+// snippet-end: swizzle
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared without passing through registers; src_bytes = 0 writes zeros.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+
+// Copies `rows` rows of D 16-bit values starting at row `row0` of a [n, D] matrix into a
+// swizzled kBr/kBc-row tile; rows at or past n are zero-filled (read nothing).
+template <int D, int kRows, class T>
+__device__ __forceinline__ void load_tile(T* tile, const T* gmem, int row0, int n) {
+  constexpr int kChunks = D / 8;
+#pragma unroll
+  for (int i = 0; i < kRows * kChunks / kThreads; ++i) {
+    const int idx = threadIdx.x + i * kThreads;
+    const int r = idx / kChunks, c = idx % kChunks;
+    const bool valid = row0 + r < n;
+    const T* src = gmem + (valid ? int64_t(row0 + r) * D + c * 8 : 0);
+    cp_async16(tile + swizzled<D>(r, c), src, valid);
+  }
+}
+
+// ---- fragments -------------------------------------------------------------------------------
+// ldmatrix.x4: lanes 8i..8i+7 give the row addresses of 8×8 matrix i; afterwards register i of
+// lane l holds row l/4, columns 2(l%4) and 2(l%4)+1 of matrix i (of its transpose with .trans).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+// c (16×8 fp32) += a (16×16, row-major) · b (16×8, column-major), 16-bit operands.
+template <class T>
+__device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two fp32 values -> one register of two 16-bit values (lo in the low half), round to nearest.
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  uint32_t r;
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    r = *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    r = *reinterpret_cast<const uint32_t*>(&h);
+  }
+  return r;
+}
+
+// The sum of the two 16-bit values packed in r, in fp32.
+template <class T>
+__device__ __forceinline__ float sum2(uint32_t r) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&r));
+    return f.x + f.y;
+  } else {
+    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&r));
+    return f.x + f.y;
+  }
+}
+
+template <class T, int D, int kStages>
+struct MmaConfig {
+  static constexpr size_t kSmemBytes = size_t(kBr + 2 * kStages * kBc) * D * sizeof(T);
+};
+
+template <class T, int D, int kStages>
+__global__ void __launch_bounds__(kThreads)
+    flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                     T* __restrict__ o, course::AttentionParams p, float scale) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* Qs = reinterpret_cast<T*>(smem_raw);
+  T* Ks = Qs + kBr * D;                 // kStages tiles of kBc × D
+  T* Vs = Ks + kStages * kBc * D;       // kStages tiles of kBc × D
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t4 = lane % 4;  // fragment row group and column pair of this lane
+  // Causal blocks differ in cost (the last query rows see the most keys): start the heavy ones
+  // first so that the light ones fill the tail of the grid.
+  const int q_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int q0 = q_block * kBr;
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
+  const T* Qg = q + (int64_t(b) * p.heads_q + h) * Nq * D;
+  const int h_kv = h / (p.heads_q / p.heads_kv);  // GQA: a group of query heads shares K, V
+  const T* Kg = k + (int64_t(b) * p.heads_kv + h_kv) * Nk * D;
+  const T* Vg = v + (int64_t(b) * p.heads_kv + h_kv) * Nk * D;
+
+  // Keys this block needs: all of them, or under the causal mask those up to the last row's
+  // diagonal; whole tiles past it are never loaded. n_tiles = 0: every row sees nothing.
+  const int q_last = min(q0 + kBr, Nq) - 1;
+  const int k_end = p.causal ? min(Nk, q_last + off + 1) : Nk;
+  const int n_tiles = k_end > 0 ? (k_end + kBc - 1) / kBc : 0;
+
+  // Pipeline prologue: Q, then the first kStages-1 K/V tiles, one commit group each (empty
+  // groups past the end keep the group arithmetic of cp_async_wait uniform).
+  load_tile<D, kBr>(Qs, Qg, q0, Nq);
+  cp_async_commit();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < n_tiles) {
+      load_tile<D, kBc>(Ks + s * kBc * D, Kg, s * kBc, Nk);
+      load_tile<D, kBc>(Vs + s * kBc * D, Vg, s * kBc, Nk);
+    }
+    cp_async_commit();
+  }
+
+  // Q_i fragments (A operand), kept in registers for the whole key loop.
+  cp_async_wait<kStages - 1>();
+  __syncthreads();
+  uint32_t qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    ldmatrix_x4(qf[kk], Qs + swizzled<D>(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * kk + (lane >> 4)));
+
+  // Row statistics of rows g and g+8 of this warp's 16 (each lane of a quad holds the same m,
+  // and a partial ℓ over its own columns: the quad's partials are added once, at the end).
+  float m_row[2] = {-INFINITY, -INFINITY}, l_row[2] = {0.f, 0.f};
+  float acc[D / 8][4] = {};  // O_i: 16 × D per warp, fragment n covers columns 8n..8n+7
+  const int row0 = q0 + warp * 16 + g;  // the rows of fragment elements 0,1 (row0) and 2,3 (row0+8)
+
+  for (int j = 0; j < n_tiles; ++j) {
+    // Tile j has landed (at most kStages-2 younger groups in flight), and every warp is done
+    // with tile j-1, whose stage the prefetch below overwrites.
+    // snippet-begin: pipeline
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    {
+      const int jn = j + kStages - 1, st = jn % kStages;
+      if (jn < n_tiles) {
+        load_tile<D, kBc>(Ks + st * kBc * D, Kg, jn * kBc, Nk);
+        load_tile<D, kBc>(Vs + st * kBc * D, Vg, jn * kBc, Nk);
+      }
+      cp_async_commit();
+    }
+    // snippet-end: pipeline
+    const T* Kt = Ks + (j % kStages) * kBc * D;
+    const T* Vt = Vs + (j % kStages) * kBc * D;
+    const int k0 = j * kBc;
+
+    // S_ij = Q_i K_jᵀ: 16 × 64 per warp as 8 accumulator fragments of 16 × 8. B = Kᵀ is
+    // "column-major", i.e. K's rows as stored: ldmatrix without .trans.
+    float s[kBc / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+      for (int np = 0; np < kBc / 16; ++np) {
+        uint32_t kf[4];
+        ldmatrix_x4(kf, Kt + swizzled<D>(np * 16 + (lane & 7) + (lane >> 4) * 8, 2 * kk + ((lane >> 3) & 1)));
+        mma_16816<T>(s[2 * np], qf[kk], kf[0], kf[1]);
+        mma_16816<T>(s[2 * np + 1], qf[kk], kf[2], kf[3]);
+      }
+    }
+
+    // Scale; mask keys past Nk and, under the causal mask, keys past each row's diagonal. Only
+    // tiles that reach past the block's first diagonal or past Nk need it.
+    const bool needs_mask = k0 + kBc > Nk || (p.causal && k0 + kBc - 1 > q0 + off);
+#pragma unroll
+    for (int n = 0; n < kBc / 8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[n][e] * scale;
+        // TODO(1) (≈ 5 lines): the mask in fragment coordinates (lesson: "The causal mask in fragment coordinates").
+        // When needs_mask: element e of accumulator fragment n is (row, key) with
+        // key = k0 + 8n + 2·t4 + (e & 1) and row = row0, or row0 + 8 for e = 2, 3. Set x = -INFINITY
+        // when key >= Nk or, causal, key > row + off.
+        s[n][e] = x;
+      }
+    }
+
+    // Online softmax on the fragments (exp2 with the scale applied first, see 01's "exact exp2").
+    float alpha[2] = {1.f, 1.f};  // the factors by which O_i and ℓ_i shrink this tile (TODO 2)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      // TODO(2) (≈ 22 lines): the online-softmax step of row r = 0 (row0) or 1 (row0 + 8) (lesson: "Row statistics in four lanes").
+      // Max of m_row[r] and the thread's 16 values s[n][2r], s[n][2r+1]; then the quad's max with
+      // __shfl_xor_sync(.., 1) and (.., 2). m_log2 = 0 if that max is -inf, else __fmul_rn(max, kLog2e);
+      // alpha[r] = exp2f(__fmul_rn(m_row[r], kLog2e) - m_log2); m_row[r] = max; every s[n][2r], s[n][2r+1]
+      // becomes exp2f(fmaf(s, kLog2e, -m_log2)); every acc[n][2r], acc[n][2r+1] is multiplied by alpha[r].
+    }
+
+    // P_ij as A operand: k-step kk covers keys 16kk..16kk+15 = accumulator fragments 2kk and
+    // 2kk+1, whose layouts are exactly the A layout's left and right 8 columns.
+    float l_add[2] = {0.f, 0.f};
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) {
+      uint32_t pa[4] = {};  // P_ij's A fragment for keys 16kk..16kk+15 (TODO 3)
+      // TODO(3) (≈ 4 lines): accumulator fragments 2kk and 2kk+1 -> A fragment pa (lesson: "P stays in registers").
+      // pa[0] rows g, pa[1] rows g+8 of fragment 2kk; pa[2], pa[3] the same of fragment 2kk+1;
+      // each register = pack2<T>(the two neighbouring columns).
+      // ℓ sums the rounded P that the product uses, so the row's weights add up to 1.
+      l_add[0] += sum2<T>(pa[0]) + sum2<T>(pa[2]);
+      l_add[1] += sum2<T>(pa[1]) + sum2<T>(pa[3]);
+      // O_i += P_ij V_j: B = V_j (keys × D) is row-major, ldmatrix.trans hands out its columns.
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        uint32_t vf[4];
+        ldmatrix_x4_trans(vf, Vt + swizzled<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * dp + (lane >> 4)));
+        mma_16816<T>(acc[2 * dp], pa, vf[0], vf[1]);
+        mma_16816<T>(acc[2 * dp + 1], pa, vf[2], vf[3]);
+      }
+    }
+    l_row[0] = alpha[0] * l_row[0] + l_add[0];
+    l_row[1] = alpha[1] * l_row[1] + l_add[1];
+  }
+  cp_async_wait<0>();  // nothing may be in flight into shared memory when the block exits
+
+  // Epilogue: the quad's partial sums, O / ℓ (zeros for rows that saw nothing), 16-bit stores.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = l_row[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int row = row0 + r * 8;
+    if (row < Nq) {
+      T* out = o + ((int64_t(b) * p.heads_q + h) * Nq + row) * D + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+        *reinterpret_cast<uint32_t*>(out + n * 8) = pack2<T>(acc[n][2 * r] * inv, acc[n][2 * r + 1] * inv);
+    }
+  }
+}
+
+template <class T, int D, int kStages>
+void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p, cudaStream_t stream) {
+  using C = MmaConfig<T, D, kStages>;
+  auto kernel = flash_mma_kernel<T, D, kStages>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+  const dim3 grid((p.seq_q + kBr - 1) / kBr, p.heads_q, p.batch);
+  kernel<<<grid, kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p, p.softmax_scale());
+  CUDA_CHECK_LAUNCH();
+}
+
+// The deepest K/V pipeline whose shared memory fits the block limit.
+template <class T, int D>
+void launch_deepest_fitting(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
+                            cudaStream_t stream) {
+  const size_t limit = size_t(course::smem_limit_per_block());
+  if (MmaConfig<T, D, 3>::kSmemBytes <= limit) launch<T, D, 3>(q, k, v, o, p, stream);
+  else if (MmaConfig<T, D, 2>::kSmemBytes <= limit) launch<T, D, 2>(q, k, v, o, p, stream);
+  else
+    throw std::runtime_error("flash_attention_mma: needs " + std::to_string(MmaConfig<T, D, 2>::kSmemBytes) +
+                             " bytes of shared memory per block, the limit is " + std::to_string(limit));
+}
+
+void require_aligned(const void* ptr, const char* field) {
+  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention_mma", field,
+                  "must be 16-byte aligned (tiles are copied in 16-byte pieces)");
+}
+
+template <class T>
+void flash_attention_mma_impl(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
+                              cudaStream_t stream) {
+  const char* fn = "flash_attention_mma";
+  course::require_not_null(q, fn, "q");
+  course::require_not_null(k, fn, "k");
+  course::require_not_null(v, fn, "v");
+  course::require_not_null(o, fn, "o");
+  require_aligned(q, "q");
+  require_aligned(k, "k");
+  require_aligned(v, "v");
+  require_aligned(o, "o");
+  course::require_positive(p.batch, fn, "batch");
+  course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
+  course::require_positive(p.heads_q, fn, "heads_q");
+  course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
+  course::require_positive(p.heads_kv, fn, "heads_kv");
+  course::require(p.heads_kv <= p.heads_q && p.heads_q % p.heads_kv == 0, fn, "heads_kv",
+                  "must divide heads_q (got " + std::to_string(p.heads_kv) + ")");
+  course::require_positive(p.seq_q, fn, "seq_q");
+  course::require_positive(p.seq_k, fn, "seq_k");
+  course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
+                  "must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
+  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
+  if (p.head_dim == 64) launch_deepest_fitting<T, 64>(q, k, v, o, p, stream);
+  else launch_deepest_fitting<T, 128>(q, k, v, o, p, stream);
+}
+
+}  // namespace
+
+void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o,
+                         const course::AttentionParams& p, cudaStream_t stream) {
+  flash_attention_mma_impl(q, k, v, o, p, stream);
+}
+
+void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                         __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream) {
+  flash_attention_mma_impl(q, k, v, o, p, stream);
+}
