@@ -6,7 +6,8 @@
 // Pointers are device pointers (torch tensors' data_ptr()); `stream` is a cudaStream_t (torch's
 // current stream's cuda_stream), 0 for the legacy default stream. Which launchers exist depends
 // on which solutions were found at configure time: course_has("flash_attention") tells (the names
-// are the launchers': flash_attention, flash_attention_tuned, gqa_attention, ...).
+// are the launchers': flash_attention, flash_attention_tuned, gqa_attention, ...; the mma kernel
+// is flash_attention_mma_f16 / _bf16, one C name per element type).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -32,6 +33,18 @@
 #ifdef BENCH_HAVE_01_flash_tuned
 #include "01_flash_tuned.h"
 #endif
+#ifdef BENCH_HAVE_02_sliding_window
+#include "02_sliding_window.h"
+#endif
+#ifdef BENCH_HAVE_04_fp16_wmma
+#include "04_fp16_wmma.h"
+#endif
+#ifdef BENCH_HAVE_05_fp16_mma
+#include "05_fp16_mma.h"
+#endif
+#ifdef BENCH_HAVE_06_split_kv_decode
+#include "06_split_kv_decode.h"
+#endif
 
 namespace {
 
@@ -54,6 +67,20 @@ int guarded(Fn&& fn) {
     g_last_error = "unknown exception";
   }
   return -1;
+}
+
+[[maybe_unused]] course::PagedParams paged_params(int b, int hq, int hkv, int d, int block_size,
+                                                  int num_blocks, int max_blocks_per_seq, float scale) {
+  course::PagedParams p;
+  p.batch = b;
+  p.heads_q = hq;
+  p.heads_kv = hkv;
+  p.head_dim = d;
+  p.block_size = block_size;
+  p.num_blocks = num_blocks;
+  p.max_blocks_per_seq = max_blocks_per_seq;
+  p.scale = scale;
+  return p;
 }
 
 [[maybe_unused]] course::AttentionParams params(int b, int hq, int hkv, int nq, int nk, int d,
@@ -90,6 +117,18 @@ int course_has(const char* name) {
 #endif
 #ifdef BENCH_HAVE_01_flash_tuned
   if (n == "flash_attention_tuned") return 1;
+#endif
+#ifdef BENCH_HAVE_02_sliding_window
+  if (n == "sliding_window_attention") return 1;
+#endif
+#ifdef BENCH_HAVE_04_fp16_wmma
+  if (n == "flash_attention_wmma") return 1;
+#endif
+#ifdef BENCH_HAVE_05_fp16_mma
+  if (n == "flash_attention_mma_f16" || n == "flash_attention_mma_bf16") return 1;
+#endif
+#ifdef BENCH_HAVE_06_split_kv_decode
+  if (n == "split_kv_decode") return 1;
 #endif
   return 0;
 }
@@ -170,16 +209,8 @@ int course_paged_attention(const float* q, const float* k_cache, const float* v_
                            int max_blocks_per_seq, float scale, void* stream) {
 #ifdef BENCH_HAVE_04_paged_attention
   return guarded([&] {
-    course::PagedParams p;
-    p.batch = b;
-    p.heads_q = hq;
-    p.heads_kv = hkv;
-    p.head_dim = d;
-    p.block_size = block_size;
-    p.num_blocks = num_blocks;
-    p.max_blocks_per_seq = max_blocks_per_seq;
-    p.scale = scale;
-    paged_attention(q, k_cache, v_cache, block_table, context_lens, o, p,
+    paged_attention(q, k_cache, v_cache, block_table, context_lens, o,
+                    paged_params(b, hq, hkv, d, block_size, num_blocks, max_blocks_per_seq, scale),
                     static_cast<cudaStream_t>(stream));
   });
 #else
@@ -187,6 +218,109 @@ int course_paged_attention(const float* q, const float* k_cache, const float* v_
   (void)hq, (void)hkv, (void)d, (void)block_size, (void)num_blocks, (void)max_blocks_per_seq;
   (void)scale, (void)stream;
   return missing("paged_attention");
+#endif
+}
+
+// Day 10 · 02_sliding_window (prefill): query i sees keys i + off - window .. i + off.
+int course_sliding_window_attention(const float* q, const float* k, const float* v, float* o,
+                                    int b, int hq, int hkv, int nq, int nk, int d, int window,
+                                    float scale, void* stream) {
+#ifdef BENCH_HAVE_02_sliding_window
+  return guarded([&] {
+    course::AttentionParams p = params(b, hq, hkv, nq, nk, d, scale, 1);
+    p.window = window;
+    sliding_window_attention(q, k, v, o, p, static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)window, (void)scale, (void)stream;
+  return missing("sliding_window_attention");
+#endif
+}
+
+// Day 10 · 04/05, 16-bit tensors passed as raw device pointers (torch.half / torch.bfloat16).
+int course_flash_attention_wmma(const void* q, const void* k, const void* v, void* o, int b,
+                                int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                void* stream) {
+#ifdef BENCH_HAVE_04_fp16_wmma
+  return guarded([&] {
+    flash_attention_wmma(static_cast<const __half*>(q), static_cast<const __half*>(k),
+                         static_cast<const __half*>(v), static_cast<__half*>(o),
+                         params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)stream;
+  return missing("flash_attention_wmma");
+#endif
+}
+
+int course_flash_attention_mma_f16(const void* q, const void* k, const void* v, void* o, int b,
+                                   int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                   void* stream) {
+#ifdef BENCH_HAVE_05_fp16_mma
+  return guarded([&] {
+    flash_attention_mma(static_cast<const __half*>(q), static_cast<const __half*>(k),
+                        static_cast<const __half*>(v), static_cast<__half*>(o),
+                        params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)stream;
+  return missing("flash_attention_mma (fp16)");
+#endif
+}
+
+int course_flash_attention_mma_bf16(const void* q, const void* k, const void* v, void* o, int b,
+                                    int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                    void* stream) {
+#ifdef BENCH_HAVE_05_fp16_mma
+  return guarded([&] {
+    flash_attention_mma(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
+                        static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o),
+                        params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)stream;
+  return missing("flash_attention_mma (bf16)");
+#endif
+}
+
+// Day 10 · 06_split_kv_decode: fp16 paged cache, automatic split count. The workspace (fp32
+// partials) is the caller's, sized by course_split_kv_decode_workspace_bytes.
+uint64_t course_split_kv_decode_workspace_bytes(int b, int hq, int hkv, int d, int block_size,
+                                                int num_blocks, int max_blocks_per_seq) {
+#ifdef BENCH_HAVE_06_split_kv_decode
+  uint64_t bytes = 0;
+  const int rc = guarded([&] {
+    bytes = split_kv_decode_workspace_bytes(
+        paged_params(b, hq, hkv, d, block_size, num_blocks, max_blocks_per_seq, 0.f));
+  });
+  return rc == 0 ? bytes : 0;
+#else
+  (void)b, (void)hq, (void)hkv, (void)d, (void)block_size, (void)num_blocks, (void)max_blocks_per_seq;
+  return 0;
+#endif
+}
+
+int course_split_kv_decode(const void* q, const void* k_cache, const void* v_cache,
+                           const int32_t* block_table, const int32_t* context_lens, void* o,
+                           float* workspace, int b, int hq, int hkv, int d, int block_size,
+                           int num_blocks, int max_blocks_per_seq, float scale, void* stream) {
+#ifdef BENCH_HAVE_06_split_kv_decode
+  return guarded([&] {
+    split_kv_decode(static_cast<const __half*>(q), static_cast<const __half*>(k_cache),
+                    static_cast<const __half*>(v_cache), block_table, context_lens,
+                    static_cast<__half*>(o), workspace,
+                    paged_params(b, hq, hkv, d, block_size, num_blocks, max_blocks_per_seq, scale),
+                    static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k_cache, (void)v_cache, (void)block_table, (void)context_lens, (void)o;
+  (void)workspace, (void)b, (void)hq, (void)hkv, (void)d, (void)block_size, (void)num_blocks;
+  (void)max_blocks_per_seq, (void)scale, (void)stream;
+  return missing("split_kv_decode");
 #endif
 }
 

@@ -23,12 +23,11 @@ Skips cleanly (exit 0, one line) without PyTorch, without a GPU, or without the 
 import argparse
 import ctypes
 import os
-import statistics
 import sys
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_LIB = os.path.join(HERE, "..", "build", "lib", "libcourse_attention.so")
+import torch_common
+from torch_common import DEFAULT_LIB
 FP32_BOUND, FP16_BOUND = 1e-4, 5e-3
 
 # Our prefill kernels: (exercise id, launcher = the C ABI's course_<launcher>, grid shapes it
@@ -41,17 +40,11 @@ PREFILL_KERNELS = [
 
 
 def load_library(path):
-    lib = ctypes.CDLL(path)
     p, i, f = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
-    lib.course_last_error.restype = ctypes.c_char_p
-    lib.course_has.argtypes = [ctypes.c_char_p]
-    for name in ["course_" + launcher for _, launcher, _ in PREFILL_KERNELS]:
-        fn = getattr(lib, name)
-        fn.argtypes = [p, p, p, p, i, i, i, i, i, i, f, i, p]
-        fn.restype = i
-    lib.course_paged_attention.argtypes = [p, p, p, p, p, p, i, i, i, i, i, i, i, f, p]
-    lib.course_paged_attention.restype = i
-    return lib
+    sigs = {"course_" + launcher: [p, p, p, p, i, i, i, i, i, i, f, i, p]
+            for _, launcher, _ in PREFILL_KERNELS}
+    sigs["course_paged_attention"] = [p, p, p, p, p, p, i, i, i, i, i, i, i, f, p]
+    return torch_common.load_library(path, sigs)
 
 
 def main():
@@ -72,16 +65,11 @@ def main():
     ap.add_argument("--skip-decode", action="store_true")
     args = ap.parse_args()
 
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError as e:
-        print(f"compare_torch: skipped, PyTorch is not available ({e})")
+    mods, why_not = torch_common.import_torch()
+    if mods is None:
+        print(f"compare_torch: skipped, {why_not}")
         return 0
-    if not torch.cuda.is_available():
-        print("compare_torch: skipped, PyTorch sees no CUDA GPU")
-        return 0
+    torch, F, SDPBackend, sdpa_kernel = mods
     if not os.path.exists(args.lib):
         print(f"compare_torch: skipped, {args.lib} not found "
               "(build it: cmake --build build --target course_attention)")
@@ -89,62 +77,10 @@ def main():
     lib = load_library(args.lib)
     warnings.filterwarnings("ignore")  # SDPA explains every backend it rejects; we say "n/a"
 
-    dev = torch.device("cuda")
-    props = torch.cuda.get_device_properties(dev)
-    l2 = getattr(props, "L2_cache_size", 64 << 20)
-    flush_buf = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=dev)
-    print(f"compare_torch on {props.name}, torch {torch.__version__}, CUDA {torch.version.cuda}; "
-          f"median of {args.reps} runs, L2 flushed before each")
-
-    def stream():
-        return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-
-    def time_ms(fn):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(args.reps):
-            flush_buf.zero_()  # evict the previous run's data from L2 (outside the events)
-            start = torch.cuda.Event(enable_timing=True)
-            stop = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            stop.record()
-            stop.synchronize()
-            times.append(start.elapsed_time(stop))
-        return statistics.median(times)
-
-    def rel_l2(theirs, ours):
-        a, b = theirs.float(), ours.float()
-        return float(torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b))
-
-    def check(fn_ours):
-        rc = fn_ours()
-        if rc != 0:
-            raise RuntimeError(lib.course_last_error().decode())
-
-    rows = []
-    failures = 0
-
-    def report(kernel, shape, ours_ms, backend, dtype, theirs_ms, err, bound, note=""):
-        nonlocal failures
-        if err is None:
-            agree = "-"
-        elif err <= bound:
-            agree = f"ok {err:.1e}"
-        else:
-            agree = f"DISAGREE {err:.1e} > {bound:.0e}"
-            failures += 1
-        ratio = f"{ours_ms / theirs_ms:.2f}" if (ours_ms and theirs_ms) else "-"
-        line = (f"{kernel:20s} {shape:32s} {ours_ms if ours_ms else float('nan'):9.3f}  "
-                f"{backend:10s} {dtype:5s} "
-                f"{(f'{theirs_ms:9.3f}' if theirs_ms else '        -')}  {ratio:>7s}  {agree:24s} {note}")
-        print(line, flush=True)
-        rows.append(line)
-
-    header = (f"{'kernel':20s} {'shape':32s} {'ours ms':>9s}  {'backend':10s} {'dtype':5s} "
-              f"{'theirs ms':>9s}  {'ours/theirs':>7s}  {'agree (rel L2)':24s} note")
+    sess = torch_common.Session(torch, lib, args.reps, "compare_torch")
+    dev, stream, time_ms, rel_l2, check, report = (sess.dev, sess.stream, sess.time_ms,
+                                                   sess.rel_l2, sess.check, sess.report)
+    header = sess.HEADER
 
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
                 ("cudnn", SDPBackend.CUDNN_ATTENTION), ("math", SDPBackend.MATH)]
@@ -274,8 +210,8 @@ def main():
                     del q, kc, vc, o, table, lens
                     torch.cuda.empty_cache()
 
-    if failures:
-        print(f"\n{failures} comparison(s) DISAGREE beyond the bound: see the rows above")
+    if sess.failures:
+        print(f"\n{sess.failures} comparison(s) DISAGREE beyond the bound: see the rows above")
         return 1
     print("\nall outputs agree within the bounds (fp32 1e-4, fp16 5e-3 relative L2)")
     return 0

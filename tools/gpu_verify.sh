@@ -88,6 +88,12 @@ if [ "$bench" = 1 ]; then
     [ $rc -ne 0 ] && failed=$((failed + 1))
     note "compare_torch.py: rc=$rc"
   fi
+  if [ -f bench/compare_torch_day10.py ]; then
+    python3 bench/compare_torch_day10.py > "$out/compare_torch_day10.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && failed=$((failed + 1))
+    note "compare_torch_day10.py: rc=$rc"
+  fi
 fi
 
 echo

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Day 10's kernels next to PyTorch, same inputs, same run (bench/compare_torch.py does day 06).
+
+  prefill16  04_fp16_wmma (fp16) and 05_fp16_mma (fp16, bf16) vs SDPA's flash (FlashAttention-2),
+             cudnn and efficient backends in the same dtype; B·N = 16k tokens, H·D = 2048.
+             Besides the times: TFLOP/s (4·B·H·N²·D, halved when causal) and the ratio to
+             SDPA's flash backend, the issue's yardstick.
+  window     02_sliding_window (fp32) vs SDPA given the band as an explicit boolean mask:
+             query i sees keys i + off − w .. i + off, FlashAttention-2's window_size = (w, 0).
+             The agreement column is the point: it proves the two window conventions match.
+  decode16   06_split_kv_decode (fp16 paged cache) vs "gather the blocks, then SDPA" in fp16,
+             and SDPA on the already dense K/V (what a kernel without paging costs at best);
+             GB/s counts the K and V bytes the step must read.
+
+Every pair is CHECKED first (relative L2 distance of the outputs: fp16 5e-3, bf16 2e-2, fp32
+1e-4), then timed (median of CUDA-event runs, L2 flushed before each). Skips cleanly (exit 0,
+one line) without PyTorch, a GPU or the library (cmake --build build --target course_attention).
+"""
+import argparse
+import ctypes
+import os
+import sys
+import warnings
+
+import torch_common
+from torch_common import DEFAULT_LIB
+
+BOUNDS = {"fp16": 5e-3, "bf16": 2e-2, "fp32": 1e-4}
+
+
+def signatures():
+    p, i, f, u = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_uint64
+    dense16 = [p, p, p, p, i, i, i, i, i, i, f, i, p]
+    return {
+        "course_flash_attention_wmma": dense16,
+        "course_flash_attention_mma_f16": dense16,
+        "course_flash_attention_mma_bf16": dense16,
+        "course_sliding_window_attention": [p, p, p, p, i, i, i, i, i, i, i, f, p],
+        "course_split_kv_decode": [p, p, p, p, p, p, p, i, i, i, i, i, i, i, f, p],
+    }, {"course_split_kv_decode_workspace_bytes": ([i] * 7, u)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", default=os.environ.get("COURSE_ATTENTION_LIB", DEFAULT_LIB))
+    ap.add_argument("--n", default="2048,4096,8192,16384", help="prefill16 sequence lengths")
+    ap.add_argument("--d", default="64,128", help="prefill16 head dims")
+    ap.add_argument("--window-n", default="4096,8192")
+    ap.add_argument("--window", type=int, default=1024, help="w: each query sees w + 1 keys")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--only", choices=["prefill16", "window", "decode16"], action="append")
+    args = ap.parse_args()
+    sections = args.only or ["prefill16", "window", "decode16"]
+
+    mods, why_not = torch_common.import_torch()
+    if mods is None:
+        print(f"compare_torch_day10: skipped, {why_not}")
+        return 0
+    torch, F, SDPBackend, sdpa_kernel = mods
+    if not os.path.exists(args.lib):
+        print(f"compare_torch_day10: skipped, {args.lib} not found "
+              "(build it: cmake --build build --target course_attention)")
+        return 0
+    sigs, sized = signatures()
+    lib = torch_common.load_library(args.lib, sigs)
+    for name, (argtypes, restype) in sized.items():
+        getattr(lib, name).argtypes, getattr(lib, name).restype = argtypes, restype
+    warnings.filterwarnings("ignore")
+    s = torch_common.Session(torch, lib, args.reps, "compare_torch_day10")
+    dev = s.dev
+
+    def ours_or_none(kernel, shape, fn):
+        """Checks and times one of our launchers; None (and a row saying why) if it cannot run."""
+        try:
+            s.check(fn)
+            torch.cuda.synchronize()
+            return s.time_ms(fn)
+        except RuntimeError as e:
+            s.report(kernel, shape, None, "-", "-", None, None, 0, f"ours failed: {e}")
+            return None
+
+    if "prefill16" in sections:
+        print("\n== prefill16: B·N = 16k tokens, H·D = 2048; everything in the 16-bit type, fp32 accumulation")
+        print(s.HEADER)
+        ours_by_dtype = {
+            "fp16": [("04_fp16_wmma", "flash_attention_wmma", lib.course_flash_attention_wmma),
+                     ("05_fp16_mma", "flash_attention_mma_f16", lib.course_flash_attention_mma_f16)],
+            "bf16": [("05_fp16_mma", "flash_attention_mma_bf16", lib.course_flash_attention_mma_bf16)],
+        }
+        backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                    ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+        for d in [int(x) for x in args.d.split(",")]:
+            for causal in (False, True):
+                for n in [int(x) for x in args.n.split(",")]:
+                    b, h = 16384 // n, 2048 // d
+                    shape = f"b{b}_h{h}_n{n}_d{d}" + ("_causal" if causal else "")
+                    flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
+                    for dname, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+                        torch.manual_seed(0)
+                        q, k, v = (torch.randn(b, h, n, d, device=dev, dtype=dtype) for _ in range(3))
+                        theirs = {}
+                        for bname, backend in backends:
+                            def run(backend=backend):
+                                with sdpa_kernel(backend):
+                                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                            try:
+                                out = run()
+                                theirs[bname] = (out, s.time_ms(run))
+                            except RuntimeError as e:
+                                theirs[bname] = (None, None)
+                                s.report("(sdpa)", shape, None, bname, dname, None, None, 0,
+                                         f"n/a: {str(e).strip().splitlines()[0][:50]}")
+                        for kernel, launcher, fn in ours_by_dtype[dname]:
+                            if not lib.course_has(launcher.encode()):
+                                s.report(kernel, shape, None, "-", dname, None, None, 0, "not built")
+                                continue
+                            o = torch.empty_like(q)
+                            call = lambda fn=fn, o=o: fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                                                         b, h, h, n, n, d, 0.0, int(causal), s.stream())
+                            ours_ms = ours_or_none(kernel, shape, call)
+                            if ours_ms is None:
+                                continue
+                            for bname, (out, their_ms) in theirs.items():
+                                if out is None:
+                                    continue
+                                s.report(kernel, shape, ours_ms, bname, dname, their_ms, s.rel_l2(out, o),
+                                         BOUNDS[dname],
+                                         f"ours {flops / ours_ms / 1e9:6.1f} TFLOP/s, "
+                                         f"theirs {flops / their_ms / 1e9:6.1f}; theirs/ours = "
+                                         f"{their_ms / ours_ms:.2f}")
+                            del o
+                        del q, k, v, theirs
+                        torch.cuda.empty_cache()
+
+    if "window" in sections:
+        w = args.window
+        print(f"\n== window: 02_sliding_window (fp32, w = {w}: every query sees w + 1 keys) vs SDPA "
+              "with the band as an explicit mask")
+        print(s.HEADER)
+        for d in (64, 128):
+            for n in [int(x) for x in args.window_n.split(",")]:
+                b, h = 1, 2048 // d
+                shape = f"b{b}_h{h}_n{n}_d{d}_w{w}"
+                if not lib.course_has(b"sliding_window_attention"):
+                    s.report("02_sliding_window", shape, None, "-", "fp32", None, None, 0, "not built")
+                    continue
+                torch.manual_seed(0)
+                q, k, v = (torch.randn(b, h, n, d, device=dev) for _ in range(3))
+                o = torch.empty_like(q)
+                call = lambda: lib.course_sliding_window_attention(
+                    q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, h, h, n, n, d, w, 0.0,
+                    s.stream())
+                ours_ms = ours_or_none("02_sliding_window", shape, call)
+                if ours_ms is None:
+                    continue
+                i = torch.arange(n, device=dev).view(n, 1)
+                j = torch.arange(n, device=dev).view(1, n)
+                band = (j <= i) & (j >= i - w)  # Nq = Nk: off = 0; True = may attend
+                for bname, backend in (("efficient", SDPBackend.EFFICIENT_ATTENTION),
+                                       ("math", SDPBackend.MATH)):
+                    def run(backend=backend):
+                        with sdpa_kernel(backend):
+                            return F.scaled_dot_product_attention(q, k, v, attn_mask=band)
+                    try:
+                        err = s.rel_l2(run(), o)
+                        s.report("02_sliding_window", shape, ours_ms, bname + "+mask", "fp32",
+                                 s.time_ms(run), err, BOUNDS["fp32"])
+                    except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+                        s.report("02_sliding_window", shape, ours_ms, bname + "+mask", "fp32", None, None, 0,
+                                 f"n/a: {str(e).strip().splitlines()[0][:50]}")
+                    torch.cuda.empty_cache()
+                del q, k, v, o, band
+
+    if "decode16" in sections:
+        print("\n== decode16: 06_split_kv_decode, fp16 paged cache (block 16), Hq/Hkv = 32/8, D = 128")
+        print(s.HEADER)
+        hq, hkv, d, bs = 32, 8, 128, 16
+        for b, ctx in ((1, 16384), (1, 65536), (1, 131072), (16, 4096), (64, 4096)):
+            shape = f"b{b}_h{hq}_kv{hkv}_ctx{ctx}_d{d}"
+            if not lib.course_has(b"split_kv_decode"):
+                s.report("06_split_kv_decode", shape, None, "-", "fp16", None, None, 0, "not built")
+                continue
+            mb = (ctx + bs - 1) // bs
+            nb = b * mb
+            gen = torch.Generator(device="cpu").manual_seed(1234)
+            table = torch.randperm(nb, generator=gen).view(b, mb).to(torch.int32).to(dev)
+            lens = torch.full((b,), ctx, dtype=torch.int32, device=dev)
+            q = torch.randn(b, hq, d, device=dev, dtype=torch.float16)
+            kc = torch.randn(nb, hkv, bs, d, device=dev, dtype=torch.float16)
+            vc = torch.randn(nb, hkv, bs, d, device=dev, dtype=torch.float16)
+            o = torch.empty_like(q)
+            ws_bytes = lib.course_split_kv_decode_workspace_bytes(b, hq, hkv, d, bs, nb, mb)
+            ws = torch.empty(max(ws_bytes // 4, 1), dtype=torch.float32, device=dev)
+            call = lambda: lib.course_split_kv_decode(
+                q.data_ptr(), kc.data_ptr(), vc.data_ptr(), table.data_ptr(), lens.data_ptr(),
+                o.data_ptr(), ws.data_ptr(), b, hq, hkv, d, bs, nb, mb, 0.0, s.stream())
+            ours_ms = ours_or_none("06_split_kv_decode", shape, call)
+            if ours_ms is None:
+                continue
+            kv_bytes = 2.0 * b * hkv * ctx * d * 2
+            tl = table.long()
+            kd = kc[tl].permute(0, 2, 1, 3, 4).reshape(b, hkv, mb * bs, d)[:, :, :ctx].contiguous()
+            vd = vc[tl].permute(0, 2, 1, 3, 4).reshape(b, hkv, mb * bs, d)[:, :, :ctx].contiguous()
+
+            def gather_sdpa():
+                k = kc[tl].permute(0, 2, 1, 3, 4).reshape(b, hkv, mb * bs, d)[:, :, :ctx]
+                v = vc[tl].permute(0, 2, 1, 3, 4).reshape(b, hkv, mb * bs, d)[:, :, :ctx]
+                return F.scaled_dot_product_attention(q.view(b, hq, 1, d), k, v, enable_gqa=True).view(b, hq, d)
+
+            def dense_sdpa():
+                return F.scaled_dot_product_attention(q.view(b, hq, 1, d), kd, vd, enable_gqa=True).view(b, hq, d)
+
+            for name, fn in (("gather+sdpa", gather_sdpa), ("dense sdpa", dense_sdpa)):
+                try:
+                    err = s.rel_l2(fn(), o)
+                    s.report("06_split_kv_decode", shape, ours_ms, name, "fp16", s.time_ms(fn), err,
+                             BOUNDS["fp16"], f"ours {kv_bytes / ours_ms / 1e6:6.0f} GB/s of K/V")
+                except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+                    s.report("06_split_kv_decode", shape, ours_ms, name, "fp16", None, None, 0,
+                             f"n/a: {str(e).strip().splitlines()[0][:50]}")
+            del q, kc, vc, o, ws, kd, vd, table, lens
+            torch.cuda.empty_cache()
+
+    if s.failures:
+        print(f"\n{s.failures} comparison(s) DISAGREE beyond the bound: see the rows above")
+        return 1
+    print("\nall outputs agree within the bounds (fp16 5e-3, bf16 2e-2, fp32 1e-4 relative L2)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
