@@ -228,9 +228,9 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = 0; e < 4; ++e) {
         float x = s[n][e] * scale;
         // TODO(1) (≈ 5 lines): the mask in fragment coordinates (lesson: "The causal mask in fragment coordinates").
-        // When needs_mask: element e of accumulator fragment n is (row, key) with
-        // key = k0 + 8n + 2·t4 + (e & 1) and row = row0, or row0 + 8 for e = 2, 3. Set x = -INFINITY
-        // when key >= Nk or, causal, key > row + off.
+        //   When needs_mask: element e of accumulator fragment n is (row, key) with
+        //   key = k0 + 8n + 2·t4 + (e & 1) and row = row0, or row0 + 8 for e = 2, 3. Set x = -INFINITY
+        //   when key >= Nk or, causal, key > row + off.
         s[n][e] = x;
       }
     }
@@ -240,10 +240,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       // TODO(2) (≈ 22 lines): the online-softmax step of row r = 0 (row0) or 1 (row0 + 8) (lesson: "Row statistics in four lanes").
-      // Max of m_row[r] and the thread's 16 values s[n][2r], s[n][2r+1]; then the quad's max with
-      // __shfl_xor_sync(.., 1) and (.., 2). m_log2 = 0 if that max is -inf, else __fmul_rn(max, kLog2e);
-      // alpha[r] = exp2f(__fmul_rn(m_row[r], kLog2e) - m_log2); m_row[r] = max; every s[n][2r], s[n][2r+1]
-      // becomes exp2f(fmaf(s, kLog2e, -m_log2)); every acc[n][2r], acc[n][2r+1] is multiplied by alpha[r].
+      //   Max of m_row[r] and the thread's 16 values s[n][2r], s[n][2r+1]; then the quad's max with
+      //   __shfl_xor_sync(.., 1) and (.., 2). m_log2 = 0 if that max is -inf, else __fmul_rn(max, kLog2e);
+      //   alpha[r] = exp2f(__fmul_rn(m_row[r], kLog2e) - m_log2); m_row[r] = max; every s[n][2r], s[n][2r+1]
+      //   becomes exp2f(fmaf(s, kLog2e, -m_log2)); every acc[n][2r], acc[n][2r+1] is multiplied by alpha[r].
     }
 
     // P_ij as A operand: k-step kk covers keys 16kk..16kk+15 = accumulator fragments 2kk and
@@ -253,8 +253,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int kk = 0; kk < kBc / 16; ++kk) {
       uint32_t pa[4] = {};  // P_ij's A fragment for keys 16kk..16kk+15 (TODO 3)
       // TODO(3) (≈ 4 lines): accumulator fragments 2kk and 2kk+1 -> A fragment pa (lesson: "P stays in registers").
-      // pa[0] rows g, pa[1] rows g+8 of fragment 2kk; pa[2], pa[3] the same of fragment 2kk+1;
-      // each register = pack2<T>(the two neighbouring columns).
+      //   pa[0] rows g, pa[1] rows g+8 of fragment 2kk; pa[2], pa[3] the same of fragment 2kk+1;
+      //   each register = pack2<T>(the two neighbouring columns).
       // ℓ sums the rounded P that the product uses, so the row's weights add up to 1.
       l_add[0] += sum2<T>(pa[0]) + sum2<T>(pa[2]);
       l_add[1] += sum2<T>(pa[1]) + sum2<T>(pa[3]);
