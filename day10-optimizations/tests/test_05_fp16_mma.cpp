@@ -2,13 +2,13 @@
 // reference run in double on the SAME 16-bit-rounded inputs. Every case runs for both types.
 //
 // Tolerances, in this one place: common/compare.h, Tolerance::fp16() and Tolerance::bf16().
-// Both sit well above what a correct kernel errs by (the output's own rounding, 2^-11 or 2^-9
-// relative, plus P rounded for P·V) and well below what each targeted bug costs:
+// Both sit well above what a correct kernel errs by (the output's own rounding, up to 2^-11 or
+// 2^-8 relative, plus P rounded for P·V) and well below what each targeted bug costs:
 //   * S accumulated in fp16: a common offset in Q and K makes every partial dot product ~512,
 //     where fp16's spacing is 0.5 (see "scores accumulate in fp32");
 //   * exp of an unsubtracted score: logits of ~1e4 (see "logits of magnitude 1e4");
 //   * bf16 truncated instead of rounded: V rows all equal, so O equals them up to fp32 noise and
-//     truncating a value just below a bf16 number loses a whole unit, 2^-8 relative
+//     truncating a value just below a bf16 number loses a whole spacing (1/16 in [8, 16))
 //     (see "bf16 output is rounded to nearest");
 //   * the shallower pipeline of smaller GPUs, chosen here through COURSE_SMEM_LIMIT.
 #include <cstdlib>
@@ -251,10 +251,10 @@ TEST_CASE("flash_attention_mma: nothing past the end of K and V is read", "[day1
   run(Bf16{});
 }
 
-// Every row of V is the same vector u with |u| in [8, 16). O is then u up to fp32 noise (the
-// weights of a row add up to 1), about half of it just below u. Rounded to nearest, that is
-// u again; truncated, it drops to the bf16 number below: 2^-7 absolute per unit of 8, ≥ 2^-8
-// relative, over Tolerance::bf16's 3e-3 + 5e-3/8.
+// Every row of V is the same vector u with |u| in [8, 16), where bf16's spacing is 1/16. O is
+// then u up to fp32 noise (the kernel's ℓ sums the same rounded P that multiplies V, so a row's
+// weights add up to 1), about half of it just below u. Rounded to nearest, that is u again;
+// truncated, it drops a whole spacing, 0.0625, over Tolerance::bf16's 5e-3 + 3e-3·16 = 0.053.
 TEST_CASE("flash_attention_mma: bf16 output is rounded to nearest, not truncated", "[day10][fp16_mma][quick]") {
   const std::vector<Case> cases{{1, 2, 70, 90, 64, false, "V rows all equal"},
                                 {1, 2, 70, 70, 128, true, "V rows all equal, causal"}};
