@@ -114,18 +114,6 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return r;
 }
 
-// The sum of the two 16-bit values packed in r, in fp32.
-template <class T>
-__device__ __forceinline__ float sum2(uint32_t r) {
-  if constexpr (std::is_same_v<T, __half>) {
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&r));
-    return f.x + f.y;
-  } else {
-    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&r));
-    return f.x + f.y;
-  }
-}
-
 template <class T, int D, int kStages>
 struct MmaConfig {
   static constexpr size_t kSmemBytes = size_t(kBr + 2 * kStages * kBc) * D * sizeof(T);
@@ -180,9 +168,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int kk = 0; kk < D / 16; ++kk)
     ldmatrix_x4(qf[kk], Qs + swizzled<D>(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * kk + (lane >> 4)));
 
-  // Row statistics of rows g and g+8 of this warp's 16 (each lane of a quad holds the same m,
-  // and a partial ℓ over its own columns: the quad's partials are added once, at the end).
-  float m_row[2] = {-INFINITY, -INFINITY}, l_row[2] = {0.f, 0.f};
+  // Row statistics of rows g and g+8 of this warp's 16. Each lane of a quad holds the same m.
+  // ℓ is an accumulator fragment like O's, of the product P·(a column of ones): the tensor core
+  // adds each row's 64 rounded probabilities, so ℓ sums exactly the P that multiplies V.
+  float m_row[2] = {-INFINITY, -INFINITY};
+  float l_acc[4] = {};  // elements 0,1: ℓ of row g; 2,3: ℓ of row g+8 (all columns are equal)
+  const uint32_t ones = pack2<T>(1.f, 1.f);
   float acc[D / 8][4] = {};  // O_i: 16 × D per warp, fragment n covers columns 8n..8n+7
   const int row0 = q0 + warp * 16 + g;  // the rows of fragment elements 0,1 (row0) and 2,3 (row0+8)
 
@@ -262,9 +253,14 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 
+    // ℓ_i shrinks by the same α as O_i before this tile's sums are added.
+    l_acc[0] *= alpha[0];
+    l_acc[1] *= alpha[0];
+    l_acc[2] *= alpha[1];
+    l_acc[3] *= alpha[1];
+
     // P_ij as A operand: k-step kk covers keys 16kk..16kk+15 = accumulator fragments 2kk and
     // 2kk+1, whose layouts are exactly the A layout's left and right 8 columns.
-    float l_add[2] = {0.f, 0.f};
 #pragma unroll
     for (int kk = 0; kk < kBc / 16; ++kk) {
       uint32_t pa[4] = {};  // P_ij's A fragment for keys 16kk..16kk+15 (TODO 3)
@@ -272,9 +268,8 @@ __global__ void __launch_bounds__(kThreads)
       pa[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);          // row g+8, same keys
       pa[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);  // row g,   keys 16kk + 8 + 2t4, +1
       pa[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);  // row g+8, same keys
-      // ℓ sums the rounded P that the product uses, so the row's weights add up to 1.
-      l_add[0] += sum2<T>(pa[0]) + sum2<T>(pa[2]);
-      l_add[1] += sum2<T>(pa[1]) + sum2<T>(pa[3]);
+      // ℓ_i += rowsum(P_ij): one mma against ones replaces 16 unpacks and adds per lane.
+      mma_16816<T>(l_acc, pa, ones, ones);
       // O_i += P_ij V_j: B = V_j (keys × D) is row-major, ldmatrix.trans hands out its columns.
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
@@ -284,17 +279,13 @@ __global__ void __launch_bounds__(kThreads)
         mma_16816<T>(acc[2 * dp + 1], pa, vf[2], vf[3]);
       }
     }
-    l_row[0] = alpha[0] * l_row[0] + l_add[0];
-    l_row[1] = alpha[1] * l_row[1] + l_add[1];
   }
   cp_async_wait<0>();  // nothing may be in flight into shared memory when the block exits
 
-  // Epilogue: the quad's partial sums, O / ℓ (zeros for rows that saw nothing), 16-bit stores.
+  // Epilogue: O / ℓ (zeros for rows that saw nothing), 16-bit stores.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float l = l_row[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float l = l_acc[2 * r];
     const float inv = l > 0.f ? 1.f / l : 0.f;
     const int row = row0 + r * 8;
     if (row < Nq) {
