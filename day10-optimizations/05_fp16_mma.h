@@ -7,7 +7,7 @@
 // Precision: Q, K, V and O are fp16 (__half) or bf16 (__nv_bfloat16), one overload each. The
 // scores S = Q·Kᵀ, the softmax statistics (row max m, row sum ℓ) and the output accumulator O
 // live in fp32; only the probabilities P are rounded to the 16-bit type, because they are the A
-// operand of the P·V product (ℓ sums the ROUNDED P, so the weights of a row add up to exactly 1).
+// operand of the P·V product (ℓ sums the same ROUNDED P, so a row's weights add up to 1 to fp32 accuracy).
 // O is rounded to the 16-bit type (round to nearest even) once, when it is written.
 //
 // Layouts and mask semantics: common/attention_params.h ([B, H, N, D] row-major, bottom-right
