@@ -36,6 +36,9 @@
 #ifdef BENCH_HAVE_02_sliding_window
 #include "02_sliding_window.h"
 #endif
+#ifdef BENCH_HAVE_03_block_sparse
+#include "03_block_sparse.h"
+#endif
 #ifdef BENCH_HAVE_04_fp16_wmma
 #include "04_fp16_wmma.h"
 #endif
@@ -120,6 +123,9 @@ int course_has(const char* name) {
 #endif
 #ifdef BENCH_HAVE_02_sliding_window
   if (n == "sliding_window_attention") return 1;
+#endif
+#ifdef BENCH_HAVE_03_block_sparse
+  if (n == "block_sparse_attention") return 1;
 #endif
 #ifdef BENCH_HAVE_04_fp16_wmma
   if (n == "flash_attention_wmma") return 1;
@@ -235,6 +241,29 @@ int course_sliding_window_attention(const float* q, const float* k, const float*
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
   (void)window, (void)scale, (void)stream;
   return missing("sliding_window_attention");
+#endif
+}
+
+// Day 10 · 03_block_sparse: the BSR layout (64 × 64 blocks, one for every head) twice, as the
+// launcher wants it: host arrays (validated) and the same arrays already on the device.
+int course_block_sparse_attention(const float* q, const float* k, const float* v, float* o, int b,
+                                  int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                  const int32_t* row_ptr_host, int row_ptr_len,
+                                  const int32_t* col_idx_host, int nnz, const int32_t* row_ptr_dev,
+                                  const int32_t* col_idx_dev, void* stream) {
+#ifdef BENCH_HAVE_03_block_sparse
+  return guarded([&] {
+    course::ref::BlockSparseLayout layout;
+    layout.row_ptr.assign(row_ptr_host, row_ptr_host + row_ptr_len);
+    layout.col_idx.assign(col_idx_host, col_idx_host + nnz);
+    block_sparse_attention(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal), layout,
+                           row_ptr_dev, col_idx_dev, static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)row_ptr_host, (void)row_ptr_len, (void)col_idx_host, (void)nnz;
+  (void)row_ptr_dev, (void)col_idx_dev, (void)stream;
+  return missing("block_sparse_attention");
 #endif
 }
 

@@ -8,6 +8,9 @@
   window     02_sliding_window (fp32) vs SDPA given the band as an explicit boolean mask:
              query i sees keys i + off − w .. i + off, FlashAttention-2's window_size = (w, 0).
              The agreement column is the point: it proves the two window conventions match.
+  sparse     03_block_sparse (fp32) on BigBird layouts (band of 3 blocks, block 0 global, seeded
+             random blocks; 64 × 64 blocks) vs SDPA given the expanded mask, and vs FlexAttention
+             (torch.compile'd flex_attention with a BlockMask) where the installed PyTorch has it.
   decode16   06_split_kv_decode (fp16 paged cache) vs "gather the blocks, then SDPA" in fp16,
              and SDPA on the already dense K/V (what a kernel without paging costs at best);
              GB/s counts the K and V bytes the step must read.
@@ -37,6 +40,7 @@ def signatures():
         "course_flash_attention_mma_bf16": dense16,
         "course_sliding_window_attention": [p, p, p, p, i, i, i, i, i, i, i, f, p],
         "course_split_kv_decode": [p, p, p, p, p, p, p, i, i, i, i, i, i, i, f, p],
+        "course_block_sparse_attention": [p, p, p, p, i, i, i, i, i, i, f, i, p, i, p, i, p, p, p],
     }, {"course_split_kv_decode_workspace_bytes": ([i] * 7, u)}
 
 
@@ -48,9 +52,11 @@ def main():
     ap.add_argument("--window-n", default="4096,8192")
     ap.add_argument("--window", type=int, default=1024, help="w: each query sees w + 1 keys")
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--only", choices=["prefill16", "window", "decode16"], action="append")
+    ap.add_argument("--sparse-random", default="6,16",
+                    help="random key blocks per query block (BigBird), one layout per value")
+    ap.add_argument("--only", choices=["prefill16", "window", "sparse", "decode16"], action="append")
     args = ap.parse_args()
-    sections = args.only or ["prefill16", "window", "decode16"]
+    sections = args.only or ["prefill16", "window", "sparse", "decode16"]
 
     mods, why_not = torch_common.import_torch()
     if mods is None:
@@ -170,6 +176,75 @@ def main():
                                  f"n/a: {str(e).strip().splitlines()[0][:50]}")
                     torch.cuda.empty_cache()
                 del q, k, v, o, band
+
+    if "sparse" in sections:
+        print("\n== sparse: 03_block_sparse (fp32, BigBird, 64 × 64 blocks, N = 8192) vs SDPA with the "
+              "expanded mask and FlexAttention")
+        print(s.HEADER)
+        flex = None
+        try:
+            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+            flex = torch.compile(flex_attention)
+        except Exception as e:  # older PyTorch, or no compiler backend
+            print(f"(FlexAttention not available: {str(e).splitlines()[0][:60]})")
+        n, blk = 8192, 64
+        t = n // blk
+        for d in (64, 128):
+            for r in [int(x) for x in args.sparse_random.split(",")]:
+                b, h = 2, 2048 // d
+                gen = torch.Generator(device="cpu").manual_seed(7 + r)
+                blocks = torch.zeros(t, t, dtype=torch.bool)
+                for row in range(t):
+                    blocks[row, max(0, row - 1):row + 2] = True  # local band
+                    blocks[row, torch.randperm(t, generator=gen)[:r]] = True  # random
+                blocks[:, 0] = True  # block 0 is global: seen by all ...
+                blocks[0, :] = True  # ... and sees all
+                density = blocks.float().mean().item()
+                shape = f"b{b}_h{h}_n{n}_d{d}_bigbird{r}_{100 * density:.0f}%"
+                if not lib.course_has(b"block_sparse_attention"):
+                    s.report("03_block_sparse", shape, None, "-", "fp32", None, None, 0, "not built")
+                    continue
+                counts = blocks.sum(1).to(torch.int32)
+                row_ptr = torch.cat([torch.zeros(1, dtype=torch.int32), counts.cumsum(0).to(torch.int32)])
+                col_idx = blocks.nonzero()[:, 1].to(torch.int32).contiguous()  # row-major: ascending per row
+                rp_dev, ci_dev = row_ptr.to(dev), col_idx.to(dev)
+                torch.manual_seed(0)
+                q, k, v = (torch.randn(b, h, n, d, device=dev) for _ in range(3))
+                o = torch.empty_like(q)
+                call = lambda: lib.course_block_sparse_attention(
+                    q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, h, h, n, n, d, 0.0, 0,
+                    row_ptr.data_ptr(), row_ptr.numel(), col_idx.data_ptr(), col_idx.numel(),
+                    rp_dev.data_ptr(), ci_dev.data_ptr(), s.stream())
+                ours_ms = ours_or_none("03_block_sparse", shape, call)
+                if ours_ms is None:
+                    continue
+                flops = 4.0 * b * h * n * n * d * density
+                note = f"ours {flops / ours_ms / 1e9:5.1f} TFLOP/s over listed blocks"
+                mask = blocks.to(dev).repeat_interleave(blk, 0).repeat_interleave(blk, 1)
+
+                def sdpa_mask():
+                    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+                        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                runs = [("efficient+mask", sdpa_mask)]
+                if flex is not None:
+                    try:
+                        lut = blocks.to(dev)
+                        bm = create_block_mask(lambda bb, hh, qi, ki: lut[qi // blk, ki // blk], None, None, n, n,
+                                               device=dev)
+                        runs.append(("flex", lambda bm=bm: flex(q, k, v, block_mask=bm)))
+                    except Exception as e:
+                        s.report("03_block_sparse", shape, ours_ms, "flex", "fp32", None, None, 0,
+                                 f"n/a: {str(e).strip().splitlines()[0][:50]}")
+                for name, fn in runs:
+                    try:
+                        err = s.rel_l2(fn(), o)
+                        s.report("03_block_sparse", shape, ours_ms, name, "fp32", s.time_ms(fn), err,
+                                 BOUNDS["fp32"], note)
+                    except Exception as e:
+                        s.report("03_block_sparse", shape, ours_ms, name, "fp32", None, None, 0,
+                                 f"n/a: {str(e).strip().splitlines()[0][:50]}")
+                    torch.cuda.empty_cache()
+                del q, k, v, o, mask
 
     if "decode16" in sections:
         print("\n== decode16: 06_split_kv_decode, fp16 paged cache (block 16), Hq/Hkv = 32/8, D = 128")
