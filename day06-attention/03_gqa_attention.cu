@@ -15,7 +15,7 @@
 #include <string>
 
 #include "03_gqa_attention.h"
-#include "check_args.h"
+#include "check_attention_args.h"
 #include "cuda_check.h"
 
 namespace {
@@ -168,36 +168,14 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
   CUDA_CHECK_LAUNCH();
 }
 
-void check_aligned(const void* ptr, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "gqa_attention", field,
-                  "must be 16-byte aligned (rows are copied as float4)");
-}
-
 }  // namespace
 
 void gqa_attention(const float* q, const float* k, const float* v, float* o,
                    const course::AttentionParams& p, cudaStream_t stream) {
   const char* fn = "gqa_attention";
-  course::require_not_null(q, fn, "q");
-  course::require_not_null(k, fn, "k");
-  course::require_not_null(v, fn, "v");
-  course::require_not_null(o, fn, "o");
-  check_aligned(q, "q");
-  check_aligned(k, "k");
-  check_aligned(v, "v");
-  check_aligned(o, "o");
-  course::require_positive(p.batch, fn, "batch");
-  course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
-  course::require_positive(p.heads_q, fn, "heads_q");
-  course::require_positive(p.heads_kv, fn, "heads_kv");
-  course::require(p.heads_kv <= 65535, fn, "heads_kv", "must be <= 65535 (grid y)");
-  course::require(p.heads_q % p.heads_kv == 0, fn, "heads_kv",
-                  "must divide heads_q (got " + std::to_string(p.heads_kv) + " for " +
-                      std::to_string(p.heads_q) + ")");
-  course::require_positive(p.seq_q, fn, "seq_q");
+  course::require_attention_tensors(q, k, v, o, p, fn);
   course::require(int64_t(p.seq_q) * (p.heads_q / p.heads_kv) <= INT32_MAX, fn, "seq_q",
                   "times heads_q / heads_kv must fit in int (packed rows)");
-  course::require_positive(p.seq_k, fn, "seq_k");
   course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");

@@ -24,7 +24,7 @@
 #include <cstdint>
 
 #include "04_fp16_wmma.h"
-#include "check_args.h"
+#include "check_attention_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
 #include "smem_limit.h"
@@ -251,34 +251,12 @@ void launch_first_fitting(int smem_limit, const __half* q, const __half* k, cons
   }
 }
 
-void check_aligned(const void* ptr, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, "flash_attention_wmma", field,
-                  "must be 16-byte aligned (rows are copied in 16-byte pieces)");
-}
-
 }  // namespace
 
 void flash_attention_wmma(const __half* q, const __half* k, const __half* v, __half* o,
                           const course::AttentionParams& p, cudaStream_t stream) {
   const char* fn = "flash_attention_wmma";
-  course::require_not_null(q, fn, "q");
-  course::require_not_null(k, fn, "k");
-  course::require_not_null(v, fn, "v");
-  course::require_not_null(o, fn, "o");
-  check_aligned(q, "q");
-  check_aligned(k, "k");
-  check_aligned(v, "v");
-  check_aligned(o, "o");
-  course::require_positive(p.batch, fn, "batch");
-  course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
-  course::require_positive(p.heads_q, fn, "heads_q");
-  course::require(p.heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
-  course::require_positive(p.heads_kv, fn, "heads_kv");
-  course::require(p.heads_kv <= p.heads_q && p.heads_q % p.heads_kv == 0, fn, "heads_kv",
-                  "must divide heads_q (got heads_q=" + std::to_string(p.heads_q) +
-                      ", heads_kv=" + std::to_string(p.heads_kv) + ")");
-  course::require_positive(p.seq_q, fn, "seq_q");
-  course::require_positive(p.seq_k, fn, "seq_k");
+  course::require_attention_tensors(q, k, v, o, p, fn);
   course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");

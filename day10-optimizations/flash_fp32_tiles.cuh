@@ -24,7 +24,7 @@
 #include <string>
 
 #include "attention_params.h"
-#include "check_args.h"
+#include "check_attention_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
 
@@ -273,8 +273,7 @@ __device__ __forceinline__ void attend_tiles(const float* q_bh, const float* k_b
 // Host side: the argument checks of exercise 01's launcher, shared by the launchers built on
 // this file (each adds its own: window, layout, ...). Throw std::invalid_argument naming the field.
 inline void check_aligned16(const void* ptr, const char* fn, const char* field) {
-  course::require(reinterpret_cast<uintptr_t>(ptr) % 16 == 0, fn, field,
-                  "must be 16-byte aligned (rows are copied as float4)");
+  course::require_aligned(ptr, 16, fn, field);
 }
 
 inline void check_heads(int batch, int heads_q, int heads_kv, int head_dim, const char* fn) {
@@ -290,20 +289,13 @@ inline void check_heads(int batch, int heads_q, int heads_kv, int head_dim, cons
                   "must be 32, 64 or 128 (got " + std::to_string(head_dim) + ")");
 }
 
-// q, k, v, o not null and 16-byte aligned; batch, heads, head_dim; seq_q, seq_k >= 1.
+// The dense launchers' shared checks (common/check_attention_args.h) plus the head dims this
+// file's kernels are compiled for.
 inline void check_dense_args(const float* q, const float* k, const float* v, const float* o,
                              const course::AttentionParams& p, const char* fn) {
-  course::require_not_null(q, fn, "q");
-  course::require_not_null(k, fn, "k");
-  course::require_not_null(v, fn, "v");
-  course::require_not_null(o, fn, "o");
-  check_aligned16(q, fn, "q");
-  check_aligned16(k, fn, "k");
-  check_aligned16(v, fn, "v");
-  check_aligned16(o, fn, "o");
-  check_heads(p.batch, p.heads_q, p.heads_kv, p.head_dim, fn);
-  course::require_positive(p.seq_q, fn, "seq_q");
-  course::require_positive(p.seq_k, fn, "seq_k");
+  course::require_attention_tensors(q, k, v, o, p, fn);
+  course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
+                  "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
 }
 
 // Host side: opt in to more than 48 KiB of shared memory and the largest carveout.
