@@ -151,6 +151,7 @@ def main():
         print("plot_day10: needs matplotlib (pip install matplotlib)")
         return 2
     out = args.out or os.path.dirname(os.path.abspath(args.csv))
+    os.makedirs(out, exist_ok=True)
     rows = rows_of(args.csv)
     for path in (tensor_cores(plt, rows, torch_tflops(args.torch_log), out), block_sparse(plt, rows, out),
                  decode(plt, rows, out)):
