@@ -20,16 +20,16 @@
 // (sequence, KV head, split) and leaves the partial (m, ℓ, O) of every split that holds at least
 // one token in `workspace`; pass 2 merges them with the log-sum-exp rule. With one split pass 1
 // writes o itself, there is no pass 2 and no workspace.
-// The automatic split count (SplitKvOptions::num_splits == 0) balances waves of blocks:
+// The automatic split count (SplitKvOptions::num_splits == 0) aims for two pass-1 blocks per SM:
 //   base   = B · Hkv · ceil(G / 8)                  blocks with one split (8 heads per block)
-//   slots  = SMs · resident pass-1 blocks per SM    (cudaOccupancyMaxActiveBlocksPerMultiprocessor)
-//   cost(s) = ceil(base · s / slots) / s            waves of blocks, each 1/s of the work
-//   splits = the smallest s in [1, min(ceil(window / 256), 1024)] with cost(s) <= 1.1 · min cost
-// (B = 1 over a long context: as many splits as fill one wave; a batch that fills the GPU: 1.)
-// Fewer blocks than slots leaves HBM bandwidth unused (B = 1 would run 8 blocks on 132 SMs);
-// a partly filled last wave of equal-sized blocks idles the rest; splits shorter than 256
-// tokens spend more on writing and merging partials than they gain. Why, with numbers:
-// day10-optimizations/06_split_kv_decode.md, section "Choosing split sizes".
+//   wanted = 2 · SMs                                (cudaDevAttrMultiProcessorCount)
+//   splits = round(wanted / base), at least 1, at most min(ceil(window / 256), 1024)
+// (132 SMs, 8 KV heads, G = 4: B = 1 → 33 splits, B = 16 → 2, B >= 23 → 1.)
+// One block per SM leaves each of its schedulers a single warp, too few to issue the dot
+// products as fast as HBM delivers K and V; a third or fourth block per SM measured no faster
+// and each split adds a partial to write and merge; splits shorter than 256 tokens spend more
+// on that than they gain. Why, with numbers: day10-optimizations/06_split_kv_decode.md,
+// section "Choosing split sizes".
 //
 // All pointers are device pointers; block_table and context_lens are read on the device only.
 // `workspace` must hold split_kv_decode_workspace_bytes(p, opt) bytes (it may be null when that

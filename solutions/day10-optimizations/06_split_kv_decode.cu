@@ -11,26 +11,43 @@
 //   * pass 2: one block per (query head, sequence) merges the partials of the non-empty splits
 //     with the log-sum-exp rule and writes o in fp16.
 // With one split, pass 1 normalises and writes o itself: no workspace, no second launch.
+//
+// What makes it fast (each measured on an H100, chapter "What to measure"):
+//   * K/V tiles stream into shared memory with cp.async, three stages deep: two 16 KiB tiles are
+//     in flight while the warps compute the third, so a block never waits for HBM between tiles;
+//   * about two pass-1 blocks per SM (the split rule): one leaves each scheduler a single warp,
+//     too few to issue the dot products as fast as HBM delivers the rows; more than two only
+//     adds partials to write and merge;
+//   * the merge spreads the splits over up to 1024 threads and, on sm_90+, is launched while
+//     pass 1 is still finishing (programmatic dependent launch), hiding most of its launch.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
 
 #include "06_split_kv_decode.h"
 #include "check_args.h"
+#include "cp_async.cuh"
 #include "cuda_check.h"
 
 namespace {
 
 constexpr int kWarps = 4;             // 128 threads per pass-1 block
-constexpr int kUnroll = 4;            // token steps per warp iteration: 2·kUnroll 16-byte loads in flight
+constexpr int kStages = 3;            // K/V tiles in shared memory: one being computed, two in flight
+constexpr int kTileBytes = 8192;      // bytes of K (and of V) per tile: 48 KiB for the three stages
 constexpr int kMaxHeadsPerBlock = 8;  // query heads one block serves (the contract's ceil(G / 8))
+constexpr int kBlocksPerSm = 2;       // pass-1 blocks per SM the automatic split count aims for
+// Registers are capped so that 4 pass-1 blocks fit on an SM (65536 / (128 · 4) = 128 each) for
+// groups of up to 4 heads: uncapped, the compiler takes ~150 and only 3 fit, and with one split
+// (large batches) B = 64, Hkv = 8 is 512 blocks, which then need two waves on 132 SMs instead of
+// one. Groups of 8 keep 8 accumulators of 8 floats per lane and would spill at 128.
+constexpr int min_blocks_per_sm(int heads_per_block) { return heads_per_block <= 4 ? 4 : 2; }
 constexpr int kMinSplitTokens = 256;  // shorter splits cost more in partials and merging than they gain
 constexpr int kMaxSplits = 1024;
+constexpr int kMergeThreads = 1024;   // the merge block: head_dim × (up to 1024 / head_dim) split groups
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Eight fp16 values of one K or V row (one 16-byte load) as fp32.
@@ -43,6 +60,33 @@ __device__ void unpack8(const uint4& raw, float (&x)[8]) {
     x[2 * i + 1] = f.y;
   }
 }
+
+// 2^x in one special-function instruction. exp2f adds a range fix so that results below 2^-126
+// come out as exact denormals; here x <= 0 and such a term is far below the rounding of a sum
+// that already holds the maximum's own term (1), so flushing it to zero changes nothing.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Token t's logical block t / block_size and slot t % block_size, without a division per token:
+// the GPU has no integer divider (a division is a ~20-instruction routine) and pass 1 needs one
+// per copied row. With r = floor((2^32 - 1) / block_size), computed once, floor(t·r / 2^32) is
+// t / block_size or one less for every t < 2^31, and one comparison corrects it.
+struct PageDivider {
+  int block_size;
+  unsigned reciprocal;
+  __device__ explicit PageDivider(int bs) : block_size(bs), reciprocal(0xFFFFFFFFu / unsigned(bs)) {}
+  __device__ void split(int t, int& block, int& slot) const {
+    block = int(__umulhi(unsigned(t), reciprocal));
+    slot = t - block * block_size;
+    if (slot >= block_size) {
+      ++block;
+      slot -= block_size;
+    }
+  }
+};
 
 // Folds the state (m2, l2, acc2) into (m, l, acc); either may be empty (m = -inf, l = 0). Scores
 // stay in raw units; exponents are (m - m_new)·scale·log2(e).
@@ -58,10 +102,11 @@ __device__ void fold_state(float& m, float& l, float (&acc)[8], float m2, float 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pass 1. Grid: x = KV head · head chunks, y = split, z = sequence. Each lane loads 8 halves of a
-// row, so D / 8 lanes cover a token and one warp load covers 32 / (D / 8) tokens.
+// Pass 1. Grid: x = KV head · head chunks, y = split, z = sequence. Each lane computes with 8
+// halves (16 bytes) of a row, so D / 8 lanes cover a token and a warp covers 32 / (D / 8) tokens
+// per step.
 template <int D, int GB>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(GB))
 split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__ k_cache,
                         const __half* __restrict__ v_cache, const int32_t* __restrict__ block_table,
                         const int32_t* __restrict__ context_lens, __half* __restrict__ o,
@@ -70,10 +115,15 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
                         float scale_log2) {
   constexpr int kLanesPerToken = D / 8;
   constexpr int kTokensPerStep = 32 / kLanesPerToken;
-  constexpr int kTokensPerIter = kTokensPerStep * kUnroll;
-  // Each warp's state for the block-level merge (16 KiB at D = 128, GB = 8).
-  __shared__ float sh_acc[kWarps][GB][D];
-  __shared__ float sh_m[kWarps][GB], sh_l[kWarps][GB];
+  constexpr int kTile = kTileBytes / (2 * D);            // tokens per tile: 32 at D = 128
+  constexpr int kWarpTokens = kTile / kWarps;            // tokens of a tile one warp computes
+  constexpr int kSteps = kWarpTokens / kTokensPerStep;   // 4 for every D
+  constexpr int kTileChunks = kTile * kLanesPerToken;    // 16-byte chunks of K (or of V) per tile
+  constexpr int kCopiesPerThread = kTileChunks / (kWarps * 32);
+  // The pipeline's K and V tiles; once the loop is done the same bytes hold each warp's state
+  // for the block-level fold (16 KiB at D = 128, GB = 8).
+  __shared__ uint4 stage[kStages][2][kTileChunks];
+  static_assert(sizeof(float) * kWarps * GB * (D + 2) <= sizeof(stage), "the fold's scratch must fit the stages");
 
   const int group = heads_q / heads_kv;
   const int chunks = (group + GB - 1) / GB;
@@ -96,6 +146,33 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
   const int32_t* table = block_table + size_t(b) * max_blocks_per_seq;
   const uint4* k8 = reinterpret_cast<const uint4*>(k_cache);
   const uint4* v8 = reinterpret_cast<const uint4*>(v_cache);
+  const int n_tiles = (end - begin + kTile - 1) / kTile;
+  const PageDivider pages(block_size);
+
+  // Starts copying tile j (tokens begin + j·kTile ...) into stage j % kStages. Consecutive
+  // threads copy consecutive 16 bytes. Tokens at or past `end` are zero-filled, never read: past
+  // len they may be NaN, past the split they belong to another block.
+  auto load_tile = [&](int j) {
+#pragma unroll
+    for (int i = 0; i < kCopiesPerThread; ++i) {
+      const int c = threadIdx.x + i * kWarps * 32;
+      const int t = begin + j * kTile + c / kLanesPerToken;
+      size_t row = 0;
+      if (t < end) {
+        int block = 0, slot_in_block = 0;
+        pages.split(t, block, slot_in_block);
+        row = (size_t(table[block]) * heads_kv + hk) * block_size + slot_in_block;
+      }
+      const size_t src = row * kLanesPerToken + c % kLanesPerToken;
+      copy16(reinterpret_cast<float*>(&stage[j % kStages][0][c]), reinterpret_cast<const float*>(k8 + src), t < end);
+      copy16(reinterpret_cast<float*>(&stage[j % kStages][1][c]), reinterpret_cast<const float*>(v8 + src), t < end);
+    }
+  };
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) {
+    if (j < n_tiles) load_tile(j);
+    cp_async_commit();  // possibly empty: every iteration below then waits for the same group count
+  }
 
   // Query chunk of each served head (fp32, unscaled: the scale multiplies s - m, see day 06).
   float q_h[GB][8], acc[GB][8], m[GB], l[GB];
@@ -110,26 +187,23 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
     l[g] = 0.f;
   }
 
-  for (int t0 = begin + warp * kTokensPerIter; t0 < end; t0 += kWarps * kTokensPerIter) {
-    // All loads of the iteration first (bytes in flight), then the math. Tokens at or past
-    // `end` are never loaded: past len they may be NaN, past the split they belong to another.
-    uint4 k_raw[kUnroll], v_raw[kUnroll];
+  for (int j = 0; j < n_tiles; ++j) {
+    cp_async_wait<kStages - 2>();  // this thread's copies of tile j have landed ...
+    __syncthreads();  // ... and everyone's; and every warp is done with tile j − 1, whose stage the load below refills
+    if (j + kStages - 1 < n_tiles) load_tile(j + kStages - 1);
+    cp_async_commit();
+
+    // This warp's kWarpTokens rows of the tile, kTokensPerStep per step.
+    const uint4* k_rows = &stage[j % kStages][0][warp * kWarpTokens * kLanesPerToken];
+    const uint4* v_rows = &stage[j % kStages][1][warp * kWarpTokens * kLanesPerToken];
+    const int t0 = begin + j * kTile + warp * kWarpTokens;
+    const bool full = begin + (j + 1) * kTile <= end;  // no token of the tile is masked (all but the last)
+    float s[GB][kSteps];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int t = t0 + u * kTokensPerStep + slot;
-      k_raw[u] = v_raw[u] = make_uint4(0u, 0u, 0u, 0u);
-      if (t < end) {
-        const size_t row = (size_t(table[t / block_size]) * heads_kv + hk) * block_size + t % block_size;
-        k_raw[u] = k8[row * kLanesPerToken + col];
-        v_raw[u] = v8[row * kLanesPerToken + col];
-      }
-    }
-    float s[GB][kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kSteps; ++u) {
       float k_t[8];
-      unpack8(k_raw[u], k_t);
-      const bool real = t0 + u * kTokensPerStep + slot < end;
+      unpack8(k_rows[(u * kTokensPerStep + slot) * kLanesPerToken + col], k_t);
+      const bool real = full || t0 + u * kTokensPerStep + slot < end;
 #pragma unroll
       for (int g = 0; g < GB; ++g) {
         float dot = 0.f;
@@ -146,22 +220,22 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
     for (int g = 0; g < GB; ++g) {
       float s_max = -INFINITY;
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) s_max = fmaxf(s_max, s[g][u]);
+      for (int u = 0; u < kSteps; ++u) s_max = fmaxf(s_max, s[g][u]);
       const float m_new = fmaxf(m[g], s_max);
       m_use[g] = m_new == -INFINITY ? 0.f : m_new;  // nothing seen yet: keep exp2 finite
-      const float alpha = exp2f((m[g] - m_use[g]) * scale_log2);  // rescale what was summed so far
+      const float alpha = fast_exp2((m[g] - m_use[g]) * scale_log2);  // rescale what was summed so far
       l[g] *= alpha;
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[g][i] *= alpha;
       m[g] = m_new;
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kSteps; ++u) {
       float v_t[8];
-      unpack8(v_raw[u], v_t);  // one V row at a time: 8 registers live, not 8·kUnroll
+      unpack8(v_rows[(u * kTokensPerStep + slot) * kLanesPerToken + col], v_t);
 #pragma unroll
       for (int g = 0; g < GB; ++g) {
-        const float p = exp2f((s[g][u] - m_use[g]) * scale_log2);  // 0 for a masked token
+        const float p = fast_exp2((s[g][u] - m_use[g]) * scale_log2);  // 0 for a masked token
         l[g] += p;
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(p, v_t[i], acc[g][i]);
@@ -169,6 +243,12 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
     }
     // snippet-end: partial-softmax
   }
+  cp_async_wait<0>();
+  __syncthreads();  // no copy in flight and no warp still reading a tile: the stages become the fold's scratch
+  float* scratch = reinterpret_cast<float*>(&stage[0][0][0]);
+  auto& sh_acc = *reinterpret_cast<float(*)[kWarps][GB][D]>(scratch);
+  auto& sh_m = *reinterpret_cast<float(*)[kWarps][GB]>(scratch + kWarps * GB * D);
+  auto& sh_l = *reinterpret_cast<float(*)[kWarps][GB]>(scratch + kWarps * GB * (D + 1));
 
   // Fold the token slots of a warp (lanes with the same column), then the warps via shared memory.
 #pragma unroll
@@ -232,37 +312,65 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pass 2. Grid: x = query head, y = sequence; one thread per element of the head's row.
-__global__ void split_kv_merge_kernel(const float* __restrict__ part_o, const float* __restrict__ part_m,
-                                      const float* __restrict__ part_l, const int32_t* __restrict__ context_lens,
-                                      __half* __restrict__ o, int heads_q, int head_dim, int num_splits,
-                                      int split_len, float scale_log2) {
-  const int d = threadIdx.x;
+// Pass 2. Grid: x = query head, y = sequence. Block: D × groups threads; thread (d, r) folds
+// element d of splits r, r + groups, r + 2·groups, ..., then group 0 folds the groups together.
+// With ~33 splits one thread per element would wait for 33 loads in a row; 8 groups wait for 5.
+template <int D>
+__global__ void __launch_bounds__(kMergeThreads)
+split_kv_merge_kernel(const float* __restrict__ part_o, const float* __restrict__ part_m,
+                      const float* __restrict__ part_l, const int32_t* __restrict__ context_lens,
+                      __half* __restrict__ o, int heads_q, int num_splits, int split_len, float scale_log2) {
+  __shared__ float sh_acc[kMergeThreads];
+  __shared__ float sh_m[kMergeThreads / D], sh_l[kMergeThreads / D];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched as a programmatic dependent of pass 1 (sm_90+): this block may start before pass 1
+  // has finished, and waits here until all of pass 1's writes are visible. Without that launch
+  // attribute (older GPUs) the wait returns at once: the stream already ordered the kernels.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+  const int groups = blockDim.x / D;
+  const int d = threadIdx.x % D, r = threadIdx.x / D;
   const size_t row = size_t(blockIdx.y) * heads_q + blockIdx.x;
   const int len = context_lens[blockIdx.y];
   const float* pm = part_m + row * num_splits;
   const float* pl = part_l + row * num_splits;
-  const float* po = part_o + row * num_splits * head_dim + d;
+  const float* po = part_o + row * num_splits * D + d;
 
   // Split s holds tokens iff s · split_len < len: only those left a partial in the workspace.
   const int used = min(int((int64_t(len) + split_len - 1) / split_len), num_splits);
-  float l_all = 0.f, acc = 0.f;
+  float m = -INFINITY, l = 0.f, acc = 0.f;  // this thread's fold of its splits (none yet)
   // snippet-begin: merge
-  // O = Σ_s exp(m_s − M)·O_s / Σ_s exp(m_s − M)·ℓ_s with M = max_s m_s: every partial is
-  // rescaled to the common maximum before it is added, as the online softmax does per tile.
-  // Unrolled so that 8 loads are in flight before the first is used: with up to ~60 splits a
-  // loop that waits for each load in turn costs more than the tokens of a short context.
-  float m_all = -INFINITY;
-#pragma unroll 8
-  for (int s = 0; s < used; ++s) m_all = fmaxf(m_all, pm[s]);
-#pragma unroll 8
-  for (int s = 0; s < used; ++s) {
-    const float w = exp2f((pm[s] - m_all) * scale_log2);
-    l_all = fmaf(w, pl[s], l_all);
-    acc = fmaf(w, po[size_t(s) * head_dim], acc);
+  // The online softmax again, one partial at a time: both the running (l, acc) and the new
+  // partial are rescaled to the larger maximum before they are added.
+#pragma unroll 4
+  for (int s = r; s < used; s += groups) {
+    const float m_s = pm[s];  // finite: split s saw at least one token
+    const float m_new = fmaxf(m, m_s);
+    const float a = exp2f((m - m_new) * scale_log2);    // 0 on the first split (m = −inf)
+    const float w = exp2f((m_s - m_new) * scale_log2);
+    l = fmaf(w, pl[s], l * a);
+    acc = fmaf(w, po[size_t(s) * D], acc * a);
+    m = m_new;
   }
   // snippet-end: merge
-  o[row * head_dim + d] = __float2half_rn(l_all > 0.f ? acc / l_all : 0.f);  // context 0: zeros
+  sh_acc[threadIdx.x] = acc;
+  if (d == 0) {
+    sh_m[r] = m;
+    sh_l[r] = l;
+  }
+  __syncthreads();  // every group's (m, ℓ, acc) is in shared memory before group 0 folds them
+  if (r != 0) return;
+  float m_all = -INFINITY;
+  for (int i = 0; i < groups; ++i) m_all = fmaxf(m_all, sh_m[i]);
+  float l_all = 0.f, acc_all = 0.f;
+  if (m_all != -INFINITY) {  // context 0: no split held a token, the output is zeros
+    for (int i = 0; i < groups; ++i) {
+      const float w = exp2f((sh_m[i] - m_all) * scale_log2);  // 0 for a group that folded nothing
+      l_all = fmaf(w, sh_l[i], l_all);
+      acc_all = fmaf(w, sh_acc[i * D + d], acc_all);
+    }
+  }
+  o[row * D + d] = __float2half_rn(l_all > 0.f ? acc_all / l_all : 0.f);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,32 +396,6 @@ PartialKernel pick_kernel(const course::PagedParams& p) {
   }
 }
 
-// Resident pass-1 blocks per SM times SMs, cached per (device, kernel): the occupancy query
-// costs microseconds, a decode step only tens of them.
-int pass1_slots(PartialKernel kernel) {
-  constexpr int kMaxDevices = 16, kKernels = 12;
-  static std::atomic<int> cache[kMaxDevices][kKernels] = {};
-  static const PartialKernel kernels[kKernels] = {
-      split_kv_partial_kernel<32, 1>,  split_kv_partial_kernel<32, 2>,  split_kv_partial_kernel<32, 4>,
-      split_kv_partial_kernel<32, 8>,  split_kv_partial_kernel<64, 1>,  split_kv_partial_kernel<64, 2>,
-      split_kv_partial_kernel<64, 4>,  split_kv_partial_kernel<64, 8>,  split_kv_partial_kernel<128, 1>,
-      split_kv_partial_kernel<128, 2>, split_kv_partial_kernel<128, 4>, split_kv_partial_kernel<128, 8>};
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  const int idx = int(std::find(kernels, kernels + kKernels, kernel) - kernels);
-  const bool cacheable = dev < kMaxDevices && idx < kKernels;
-  if (cacheable) {
-    const int hit = cache[dev][idx].load(std::memory_order_relaxed);
-    if (hit > 0) return hit;
-  }
-  int sms = 0, per_sm = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
-  const int slots = std::max(1, sms * per_sm);
-  if (cacheable) cache[dev][idx].store(slots, std::memory_order_relaxed);
-  return slots;
-}
-
 void check_params(const course::PagedParams& p, const SplitKvOptions& opt, const char* fn) {
   course::require_positive(p.batch, fn, "batch");
   course::require(p.batch <= 65535, fn, "batch", "must be <= 65535 (grid z)");
@@ -332,27 +414,47 @@ void check_params(const course::PagedParams& p, const SplitKvOptions& opt, const
                   "must be 0 (automatic) or in [1, 1024] (got " + std::to_string(opt.num_splits) + ")");
 }
 
+int device_attribute(cudaDeviceAttr attr) {
+  int dev = 0, value = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, dev));
+  return value;
+}
+
 int splits_for(const course::PagedParams& p, const SplitKvOptions& opt) {
   if (opt.num_splits > 0) return opt.num_splits;
   const long long window = (long long)p.max_blocks_per_seq * p.block_size;
   const int chunks = (p.group_size() + kMaxHeadsPerBlock - 1) / kMaxHeadsPerBlock;
   const long long base = (long long)p.batch * p.heads_kv * chunks;  // blocks with one split
-  const long long slots = pass1_slots(pick_kernel(p));
-  const long long max_splits = std::min<long long>((window + kMinSplitTokens - 1) / kMinSplitTokens, kMaxSplits);
-  // s splits make base·s blocks of 1/s of the work each, run in ceil(base·s / slots) waves:
-  // the step takes about waves(s) / s. Take the fewest splits within 10% of the best (each
-  // split costs a partial written and merged).
-  auto cost = [&](long long s) { return double((base * s + slots - 1) / slots) / double(s); };
-  double best = cost(1);
-  for (long long s = 2; s <= max_splits; ++s) best = std::min(best, cost(s));
-  for (long long s = 1; s <= max_splits; ++s)
-    if (cost(s) <= 1.1 * best) return int(s);
-  return 1;
+  // About kBlocksPerSm blocks per SM, all in one wave: the nearest whole number of splits
+  // (B = 1, 8 KV heads, 132 SMs: 264 / 8 = 33; B = 16: 264 / 128 → 2; B >= 23: 1).
+  const long long wanted = (long long)kBlocksPerSm * device_attribute(cudaDevAttrMultiProcessorCount);
+  const long long longest = std::min<long long>((window + kMinSplitTokens - 1) / kMinSplitTokens, kMaxSplits);
+  return int(std::max(1LL, std::min((wanted + base / 2) / base, longest)));
 }
 
 int split_length(const course::PagedParams& p, int num_splits) {
   const long long window = (long long)p.max_blocks_per_seq * p.block_size;
   return int((window + num_splits - 1) / num_splits);
+}
+
+// Pass 2 as a programmatic dependent launch where the GPU has it (sm_90+): its blocks are
+// scheduled while pass 1's last blocks still run, and wait in the kernel for pass 1's results.
+template <int D>
+void launch_merge(const float* part_o, const float* part_m, const float* part_l, const int32_t* context_lens,
+                  __half* o, const course::PagedParams& p, int splits, int split_len, float scale_log2,
+                  cudaStream_t stream) {
+  cudaLaunchAttribute overlap[1] = {};
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(p.heads_q), unsigned(p.batch));
+  cfg.blockDim = dim3(unsigned(D * std::min(splits, kMergeThreads / D)));
+  cfg.stream = stream;
+  cfg.attrs = overlap;
+  cfg.numAttrs = device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9 ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, split_kv_merge_kernel<D>, part_o, part_m, part_l, context_lens, o, p.heads_q,
+                                splits, split_len, scale_log2));
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
@@ -409,7 +511,9 @@ void split_kv_decode(const __half* q, const __half* k_cache, const __half* v_cac
                                                     p.max_blocks_per_seq, split_len, scale_log2);
   CUDA_CHECK_LAUNCH();
   if (splits == 1) return;
-  split_kv_merge_kernel<<<dim3(unsigned(p.heads_q), unsigned(p.batch)), unsigned(p.head_dim), 0, stream>>>(
-      part_o, part_m, part_l, context_lens, o, p.heads_q, p.head_dim, splits, split_len, scale_log2);
-  CUDA_CHECK_LAUNCH();
+  switch (p.head_dim) {
+    case 32: launch_merge<32>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream); break;
+    case 64: launch_merge<64>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream); break;
+    default: launch_merge<128>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream);
+  }
 }
