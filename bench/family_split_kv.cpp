@@ -39,7 +39,9 @@ using HalfDecode = void (*)(const uint16_t* q, const uint16_t* k_cache, const ui
                             float* workspace, const course::PagedParams& p, cudaStream_t stream, int num_splits);
 using HalfWorkspace = size_t (*)(const course::PagedParams& p, int num_splits);
 
-Shape fp16_decode_shape(int b, int h, int kv, int ctx, int d, int bs) {
+// splits 0: the launcher's choice; a positive count forces it (the trade-off of "Choosing split
+// sizes" in the lesson, measured).
+Shape fp16_decode_shape(int b, int h, int kv, int ctx, int d, int bs, int splits = 0) {
   Shape s;
   s.family = kFamily;
   s.context = ctx;
@@ -53,10 +55,13 @@ Shape fp16_decode_shape(int b, int h, int kv, int ctx, int d, int bs) {
   p.num_blocks = b * p.max_blocks_per_seq;
   std::ostringstream o;
   o << "b" << b << "_h" << h << "_kv" << kv << "_ctx" << ctx << "_d" << d << "_bs" << bs << "_fp16";
+  if (splits > 0) o << "_splits" << splits;
   s.name = o.str();
+  s.extra["splits"] = splits;
   s.csv = {{"batch", std::to_string(b)},     {"heads_q", std::to_string(h)},
            {"heads_kv", std::to_string(kv)}, {"head_dim", std::to_string(d)},
-           {"context", std::to_string(ctx)}, {"block_size", std::to_string(bs)}};
+           {"context", std::to_string(ctx)}, {"block_size", std::to_string(bs)},
+           {"splits", splits > 0 ? std::to_string(splits) : "auto"}};
   return s;
 }
 
@@ -72,7 +77,7 @@ FamilyDef make_family() {
   f.name = kFamily;
   f.title = "paged decode, fp16 KV cache (bandwidth; bytes = fp16 Q + K + V read once, O written once)";
   f.order = 760;
-  f.shape_syntax = "decode_fp16:b=1,h=32,kv=8,ctx=65536,d=128,bs=16";
+  f.shape_syntax = "decode_fp16:b=1,h=32,kv=8,ctx=65536,d=128,bs=16[,splits=33]";
   f.grid = [] {
     std::vector<Shape> v;
     for (int ctx : {16384, 65536, 131072}) v.push_back(fp16_decode_shape(1, 32, 8, ctx, 128, 16));
@@ -82,7 +87,7 @@ FamilyDef make_family() {
   f.parse = [](ShapeSpec& spec) {
     const int h = int(spec.take("h", 32));
     return fp16_decode_shape(int(spec.take("b", 1)), h, int(spec.take("kv", h)), int(spec.take("ctx", 4096)),
-                             int(spec.take("d", 128)), int(spec.take("bs", 16)));
+                             int(spec.take("d", 128)), int(spec.take("bs", 16)), int(spec.take("splits", 0)));
   };
   f.validation_key = [](const Shape& s) {
     std::ostringstream o;
@@ -138,19 +143,20 @@ Kernel fp16_decode_kernel(std::string exercise, std::string launcher, int order,
   };
   k.device_bytes = [ws_bytes](const Shape& s) {
     const auto& p = s.paged;
-    return 2.0 * double(2 * p.cache_elems() + 2 * p.q_elems()) + double(ws_bytes(p, 0));
+    return 2.0 * double(2 * p.cache_elems() + 2 * p.q_elems()) + double(ws_bytes(p, int(s.extra.at("splits"))));
   };
   k.time = [launch, ws_bytes](const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl) {
     const auto& p = s.paged;
+    const int splits = int(s.extra.at("splits"));
     // Blocks scattered through the pool, as after a while of serving (the decode family's table).
     const auto table = course::permuted_block_table(p.batch, p.max_blocks_per_seq, p.num_blocks, 1234);
     const std::vector<int32_t> lens(size_t(p.batch), s.context);
     course::DeviceBuffer<int32_t> dt(table), dl(lens);
     auto q = half_filled(p.q_elems(), 1, st), o = half_filled(p.q_elems(), 2, st);
     auto kc = half_filled(p.cache_elems(), 3, st), vc = half_filled(p.cache_elems(), 4, st);
-    course::DeviceBuffer<float> ws(ws_bytes(p, 0) / sizeof(float) + 1);
+    course::DeviceBuffer<float> ws(ws_bytes(p, splits) / sizeof(float) + 1);
     inputs_ready();
-    return timed([&] { launch(q.data(), kc.data(), vc.data(), dt.data(), dl.data(), o.data(), ws.data(), p, st, 0); },
+    return timed([&] { launch(q.data(), kc.data(), vc.data(), dt.data(), dl.data(), o.data(), ws.data(), p, st, splits); },
                  st, cfg, fl);
   };
   return k;

@@ -118,7 +118,8 @@ def decode(plt, rows, out):
     for label, family, kernel in series:
         pts = sorted((int(r["batch"]), float(r["pct_copy"])) for r in rows
                      if r["family"] == family and r["kernel"] == kernel and r["context"] == "4096"
-                     and r["heads_q"] == "32" and r["heads_kv"] == "8")
+                     and r["heads_q"] == "32" and r["heads_kv"] == "8"
+                     and r.get("splits", "") in ("", "auto"))  # forced split counts are another chart
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
             drew = True
