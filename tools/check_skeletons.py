@@ -28,8 +28,14 @@ For every skeleton <day>/NN_id.cu:
                   two spaces after the `//` (a hanging indent), directly below a TODO line or
                   below another continuation line.
               So a `// plain comment` right after a TODO must be kept by the solution.
-  [hints]     the exercise's lesson (tools/hint.py's lookup: day 10 the whole chapter, day 01/06
-              the README section) has exactly three `<details><summary>Hint n …` blocks, 1, 2, 3.
+  [hints]     the exercise's hints file <day>/hints/<id>.md has exactly three
+              `<details><summary>Hint n …` blocks, 1, 2, 3; the exercise's lesson (day 10 the
+              whole chapter, day 01/06 the README section) holds no hint block itself (a reader
+              going top to bottom must reach "Your TODOs" before any hint) and links the file.
+  [giveaway]  no lesson body shows a line the learner writes: a line of the solution that its
+              skeleton lacks (ignoring comments, white space and lines under 12 characters) may
+              not stand in a fenced code block of any lesson file (day*/**/*.md outside hints/,
+              README.md, docs/*.md). Only the hints file (hint 3) shows the learner's code.
 For every wrong variant solutions/wrong/<day>/<file>:
   [wrong]     it is `<id>__<bug>.patch` of an exercise of that day; it patches that exercise's
               solution and applies to it (tools/apply_patch.py, strict); its preamble has the four
@@ -40,8 +46,8 @@ For every wrong variant solutions/wrong/<day>/<file>:
               with an optional (remark); it changes at most
               MAX_WRONG_DIFF lines (one planted bug, not a rewrite).
 For every day folder:
-  [stray]     only these files: NN_id.cu and NN_id.h (both, or neither), tests/test_NN_id.cpp of
-              an exercise, README.md, exercises.cmake, NN_id.md chapters of exercises on day 10,
+  [stray]     only these files: NN_id.cu and NN_id.h (both, or neither), tests/test_NN_id.cpp and
+              hints/NN_id.md of an exercise, README.md, exercises.cmake, NN_id.md chapters of exercises on day 10,
               and shared headers *.cuh that a file of the day (or its solutions) #includes.
               solutions/<day>/ holds only NN_id.cu of exercises.
 For every markdown lesson:
@@ -230,18 +236,112 @@ def check_lesson_refs(skeleton, files, r):
 # ---------------------------------------------------------------- [hints]
 def check_hints(skeleton, r):
     ex = skeleton.stem
+    path = hint.hints_path(skeleton)
+    if not path.is_file():
+        r.add("hints", f"{rel(skeleton)}: no hints file {rel(path)}: three `<details><summary>Hint n · …` "
+                       "blocks (1 nudge, 2 approach, 3 near-solution), linked from the lesson")
+    else:
+        titles = [t for t, _ in hint.hints(path.read_text().splitlines())]
+        numbers = [re.match(r"Hint\s+(\d+)", t) for t in titles]
+        if len(titles) != 3 or [m and m.group(1) for m in numbers] != ["1", "2", "3"]:
+            r.add("hints", f"{rel(path)}: {len(titles)} hint block(s) "
+                           f"{[re.sub(r'<[^>]+>', '', t) for t in titles]}: it needs exactly three, "
+                           "`<details><summary>Hint 1 · nudge</summary>`, Hint 2 · approach, Hint 3 · near-solution")
     lesson, section = hint.find_section(ex)
     if section is None:
         want = rel(hint.lesson_path(skeleton))
         r.add("hints", f"{rel(skeleton)}: no lesson found for {ex} in {want} (day 10: the chapter "
                        "file; day 01/06: the section named by the skeleton's line 2)")
         return
-    titles = [t for t, _ in hint.hints(section)]
-    numbers = [re.match(r"Hint\s+(\d+)", t) for t in titles]
-    if len(titles) != 3 or [m and m.group(1) for m in numbers] != ["1", "2", "3"]:
-        r.add("hints", f"{rel(lesson)}: the lesson of {ex} has {len(titles)} hint block(s) "
-                       f"{[re.sub(r'<[^>]+>', '', t) for t in titles]}: it needs exactly three, "
-                       "`<details><summary>Hint 1 · nudge</summary>`, Hint 2 · approach, Hint 3 · near-solution")
+    if hint.hints(section):
+        r.add("hints", f"{rel(lesson)}: the lesson of {ex} holds hint blocks: move them to "
+                       f"{rel(path)} (a reader must reach \"Your TODOs\" before any hint)")
+    text = "\n".join(section)
+    if f"hints/{ex}.md" not in text:
+        r.add("hints", f"{rel(lesson)}: the lesson of {ex} does not link its hints: add "
+                       f"[hints/{ex}.md](hints/{ex}.md) and `make hint EX={ex}` to its Hints part")
+
+
+# ---------------------------------------------------------------- [giveaway]
+def code_key(line):
+    """A line as the giveaway rule compares it: no // comment, white space folded."""
+    return re.sub(r"\s+", " ", line.split("//")[0].strip())
+
+
+def is_trivial(key):
+    return (len(key) < 12 or key.startswith("#pragma")
+            or re.fullmatch(r"[{}();\s]*|\}?\s*else\s*\{?", key) is not None)
+
+
+def learner_lines(skeleton, solution):
+    """{code key: solution line number} of the lines a learner writes: solution lines that the
+    skeleton does not hold (as many times as the solution has them), trivial ones left out."""
+    have = {}
+    for raw in skeleton.read_text().splitlines():
+        k = code_key(raw)
+        have[k] = have.get(k, 0) + 1
+    out = {}
+    for no, raw in enumerate(solution.read_text().splitlines(), 1):
+        k = code_key(raw)
+        if is_trivial(k):
+            continue
+        if have.get(k, 0) > 0:
+            have[k] -= 1
+            continue
+        out.setdefault(k, no)
+    return out
+
+
+def lesson_files_for_giveaways():
+    files = [ROOT / "README.md"] + sorted(ROOT.glob("docs/*.md"))
+    files += sorted(p for p in ROOT.glob("day*/**/*.md") if "hints" not in p.relative_to(ROOT).parts)
+    return [f for f in files if f.is_file()]
+
+
+def fenced_lines(path):
+    """(line number, text) of every line inside a fenced code block of a markdown file."""
+    out, fence = [], None
+    for no, line in enumerate(path.read_text().splitlines(), 1):
+        f = hint.FENCE.match(line)
+        if f:
+            if fence is None:
+                fence = f.group(1)
+            elif f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
+                fence = None
+            continue
+        if fence is not None:
+            out.append((no, line))
+    return out
+
+
+def check_giveaways(skeletons, r):
+    """Every exercise's learner lines against every lesson file's code blocks. Returns the count
+    of learner lines looked for."""
+    learner = {}
+    for sk in skeletons:
+        sol = ROOT / "solutions" / sk.parent.name / sk.name
+        if sol.is_file():
+            learner[sk] = learner_lines(sk, sol)
+    given = {sk: {code_key(l) for l in sk.read_text().splitlines()} for sk in skeletons}
+    for lesson in lesson_files_for_giveaways():
+        # Code that a skeleton this lesson teaches already gives may be shown: it is not an answer.
+        taught = [sk for sk in skeletons if lesson in (hint.lesson_path(sk),)]
+        shown_given = set().union(*(given[sk] for sk in taught)) if taught else set()
+        for no, text in fenced_lines(lesson):
+            k = code_key(text)
+            if is_trivial(k):
+                continue
+            hits = [sk for sk, lines in learner.items() if k in lines and not (k in shown_given and sk not in taught)]
+            if not hits:
+                continue
+            r.exercise = hits[0].stem
+            where = ", ".join(f"{sk.stem} ({rel(ROOT / 'solutions' / sk.parent.name / sk.name)}:"
+                              f"{learner[sk][k]})" for sk in hits)
+            r.add("giveaway", f"{rel(lesson)}:{no}: shows {k!r}, a line the learner writes in {where} "
+                              f"-- teach the idea (math, a picture, a worked example) and keep the code "
+                              f"for hint 3 ({', '.join(str(rel(hint.hints_path(sk))) for sk in hits)})")
+    r.exercise = None
+    return sum(len(v) for v in learner.values())
 
 
 # ---------------------------------------------------------------- [wrong]
@@ -371,13 +471,18 @@ def check_stray(day_dir, r):
                 r.add("stray", f"{rel(f)}: a shared header nobody in {day_dir.name} or its solutions "
                                "#includes: include it or remove it")
             continue
+        h = re.fullmatch(r"(\d\d_\w+)\.md", name)
+        if str(sub) == "hints" and h:
+            if h.group(1) not in ids:
+                r.add("stray", f"{rel(f)}: the hints of no exercise (no {day_dir.name}/{h.group(1)}.cu)")
+            continue
         t = re.fullmatch(r"test_(\d\d_\w+)\.cpp", name)
         if str(sub) == "tests" and t:
             if t.group(1) not in ids:
                 r.add("stray", f"{rel(f)}: the test of no exercise (no {day_dir.name}/{t.group(1)}.cu)")
             continue
         r.add("stray", f"{rel(f)}: not part of an exercise. A day folder holds NN_id.cu, NN_id.h, "
-                       "tests/test_NN_id.cpp, README.md, exercises.cmake"
+                       "tests/test_NN_id.cpp, hints/NN_id.md, README.md, exercises.cmake"
                        + (", NN_id.md chapters" if chapters else "") + " and included *.cuh headers: "
                        "move it (common/ for shared code, docs/ for prose) or remove it")
     sol_dir = ROOT / "solutions" / day_dir.name
@@ -422,6 +527,7 @@ def main():
         r.exercise = None
         check_wrong(wrong, exercises, r)
     r.exercise = None
+    looked_for = check_giveaways(skeletons, r)
     snippet_problems, fresh, _ = snippets.run(ROOT, write=False)
     for p in snippet_problems:
         r.add("snippets", p)
@@ -431,13 +537,14 @@ def main():
     if r.items:
         print(f"\nexercise contract violated ({len(r.items)}; tools/check_skeletons.py and "
               "docs/conventions.md explain each rule):")
-        for tag in ("files", "header", "todo", "lesson", "adds-only", "hints", "wrong", "stray", "snippets"):
+        for tag in ("files", "header", "todo", "lesson", "adds-only", "hints", "giveaway", "wrong", "stray", "snippets"):
             for t, msg, _ in r.items:
                 if t == tag:
                     print(f"  [{tag}] {msg}")
         return 1
     print(f"exercise contract: {checked} exercises ok (header, TODOs, lesson references, adds-only, "
-          f"three hints), {len(wrongs)} wrong variants apply and explain themselves, "
+          f"three hints kept out of the lessons), {len(wrongs)} wrong variants apply and explain "
+          f"themselves, no lesson shows any of the {looked_for} lines learners write, "
           f"{fresh} snippets fresh, no stray files")
     return 0
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints one hint of an exercise, read from its lesson, so hints live in one place.
+"""Prints one hint of an exercise, read from its hints file, so hints live in one place.
 
     python3 tools/hint.py 02_flash_attention        # the first hint (a nudge)
     python3 tools/hint.py 02_flash_attention 3      # the third (near-solution)
@@ -10,8 +10,10 @@ Where an exercise's lesson is:
     (`// Lesson: <day>/README.md, section "02 · flash attention". ...`), or, when the header
     names none (or names a heading that does not exist), the first heading that names the exercise (its id, or its number and first word).
     The section runs to the next heading of the same or a higher level.
-Hints are the <details><summary>Hint n · …</summary> … </details> blocks of that lesson, in order
-(other <details> blocks are not hints). A level that does not exist lists the ones that do and
+Hints live apart from the lesson, in <day>/hints/<id>.md (rustlings' habit: a learner reading the
+lesson top to bottom never meets a hint before asking for one); the lesson's "Hints" part links
+there. They are the <details><summary>Hint n · …</summary> … </details> blocks of that file, in
+order, so a browser keeps each behind a reveal too. A level that does not exist lists the ones that do and
 exits 0: asking for hint 4 is a question, not an error. An unknown exercise exits 2.
 tools/check_skeletons.py uses the same lookup to require exactly three hints per exercise.
 """
@@ -105,6 +107,11 @@ def find_section(exercise):
     return None, None
 
 
+def hints_path(skeleton):
+    """The exercise's hints file: <day>/hints/<id>.md."""
+    return skeleton.parent / "hints" / f"{skeleton.stem}.md"
+
+
 def hints(section):
     """[(title, body)] of the hint blocks of a lesson section, in order."""
     return [(m.group(1).strip(), m.group(2).strip()) for m in HINT_BLOCK.finditer("\n".join(section))]
@@ -119,11 +126,11 @@ def main():
         known = " ".join(sorted(p.stem for p in ROOT.glob("day*/[0-9][0-9]_*.cu")))
         print(f"unknown exercise '{exercise}'. Exercises: {known}")
         return 2
-    lesson, section = find_section(exercise)
-    if section is None:
-        print(f"no lesson found for {exercise} (expected {lesson_path(skeleton_of(exercise)).relative_to(ROOT)})")
+    lesson = hints_path(skeleton_of(exercise))
+    if not lesson.is_file():
+        print(f"no hints file for {exercise} (expected {lesson.relative_to(ROOT)})")
         return 2
-    found = hints(section)
+    found = hints(lesson.read_text().splitlines())
     if not found:
         print(f"{lesson.relative_to(ROOT)} has no hints for {exercise} yet")
         return 0
