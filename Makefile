@@ -24,7 +24,9 @@ CUDA_ARCH ?=
 EX        ?=
 
 GENERATOR  := $(if $(wildcard $(BUILD)/CMakeCache.txt),,$(if $(shell command -v ninja 2>/dev/null),-G Ninja,))
-CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release $(if $(CUDA_ARCH),"-DCMAKE_CUDA_ARCHITECTURES=$(CUDA_ARCH)")
+# COURSE_CUDA_ARCH is passed even when empty: the build then follows this command's CUDA_ARCH
+# (or the automatic choice), never one left over from an earlier command.
+CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release "-DCOURSE_CUDA_ARCH=$(CUDA_ARCH)"
 CTEST      := ctest --test-dir $(BUILD) --output-on-failure
 EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
 # CTest's per-test results, read by tools/test_status.py for the ✔/✘/⊘/· lists.
@@ -46,7 +48,7 @@ build: configure
 # The learner's loop: make test EX=02_flash_attention
 test: configure
 ifeq ($(EX),)
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) --target course_exercises
 	@rm -f $(STATUS_XML)
 	@$(CTEST) -L exercise -j 1 --output-junit $(STATUS_XML) || true
 	@python3 tools/test_status.py exercise $(STATUS_XML)

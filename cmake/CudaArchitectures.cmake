@@ -9,6 +9,22 @@
 set(COURSE_FALLBACK_CUDA_ARCHITECTURES "75;80;90" CACHE STRING
     "CUDA architectures compiled when no GPU is visible and none was requested")
 
+# The Makefile passes COURSE_CUDA_ARCH on every configure: the value of `make ... CUDA_ARCH=`,
+# empty when the command gave none. A value is used as given; an empty one after a build that
+# make had pinned (`make test CUDA_ARCH=90` once) goes back to the automatic choice, so an
+# architecture never sticks silently from an earlier command. A value passed to cmake directly
+# (-DCMAKE_CUDA_ARCHITECTURES=..) is left alone.
+if(DEFINED COURSE_CUDA_ARCH)
+  if(NOT COURSE_CUDA_ARCH STREQUAL "")
+    set(CMAKE_CUDA_ARCHITECTURES "${COURSE_CUDA_ARCH}" CACHE STRING "CUDA architectures to build for" FORCE)
+    set(COURSE_ARCH_PINNED_BY_MAKE ON CACHE INTERNAL "CMAKE_CUDA_ARCHITECTURES came from make CUDA_ARCH=")
+  elseif(COURSE_ARCH_PINNED_BY_MAKE)
+    unset(CMAKE_CUDA_ARCHITECTURES CACHE)
+    unset(CMAKE_CUDA_ARCHITECTURES)
+    set(COURSE_ARCH_PINNED_BY_MAKE OFF CACHE INTERNAL "CMAKE_CUDA_ARCHITECTURES came from make CUDA_ARCH=")
+  endif()
+endif()
+
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
   set(_course_gpu_visible FALSE)
   find_program(COURSE_NVIDIA_SMI nvidia-smi)

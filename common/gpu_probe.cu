@@ -10,12 +10,42 @@ __global__ void probe_kernel(int* out) { *out = 42; }
 
 namespace course {
 
+namespace {
+
+// "13.0" from 13000.
+std::string cuda_version(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+// Why no device is usable, in the learner's terms. The runtime reports a machine with no NVIDIA
+// driver at all as "CUDA driver version is insufficient", which sends people off to update a
+// driver they do not have; cudaDriverGetVersion tells the two apart (0 = no driver installed).
+std::string no_device_reason(cudaError_t err) {
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  if (driver == 0) {
+    return "no NVIDIA driver or GPU on this machine";
+  }
+  if (err == cudaErrorInsufficientDriver) {
+    return "the NVIDIA driver supports CUDA " + cuda_version(driver) + ", older than this "
+           "build's CUDA " + cuda_version(runtime) + " runtime: update the driver or build with "
+           "an older toolkit";
+  }
+  if (err == cudaErrorNoDevice || err == cudaSuccess) {
+    return "an NVIDIA driver is installed but sees no GPU (a container started without "
+           "--gpus all? CUDA_VISIBLE_DEVICES empty?)";
+  }
+  return std::string("no usable CUDA device (") + cudaGetErrorString(err) + ")";
+}
+
+}  // namespace
+
 GpuStatus probe_gpu(int required_sm, std::string* why) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    *why = std::string("no usable CUDA device (") +
-           (err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount returned 0") + ")";
+    *why = no_device_reason(err);
     return GpuStatus::kSkip;
   }
   int dev = 0;

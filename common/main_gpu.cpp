@@ -7,17 +7,32 @@
 #include "gpu_probe.h"
 #include "test_runtime.h"
 
-int course_required_sm();  // generated per exercise by cmake/CourseExercises.cmake
+// Generated per exercise by cmake/CourseExercises.cmake.
+int course_required_sm();
+bool course_has_index_checks();  // does the exercise's test have [index] cases?
 
 int main(int argc, char** argv) {
+  // `ex_<id> "[index]"`: only the CPU checks of the index helpers, which need no GPU.
+  if (argc == 2 && std::string(argv[1]) == course::kIndexTag) {
+    return course::run_tests(argc, argv, /*with_watchdog=*/true);
+  }
   std::string why;
   switch (course::probe_gpu(course_required_sm(), &why)) {
-    case course::GpuStatus::kSkip:
+    case course::GpuStatus::kSkip: {
       // Compiling proved something; correctness is unknown until the kernel runs. Say both, so a
-      // skip never reads as a pass (make test and the status lists repeat this line).
+      // skip never reads as a pass (make test and the status lists repeat this line). What can
+      // be judged without a GPU (the index helpers) is judged first.
+      if (course_has_index_checks()) {
+        const course::IndexRun run = course::run_index_checks(argc > 0 ? argv[0] : nullptr);
+        std::printf("%s: index helpers: %ld/%ld checks passed · kernel not run: %s. Run it on a "
+                    "GPU (docs/colab.md)\n", run.failed_cases ? "FAILED" : "SKIPPED",
+                    run.cases - run.failed_cases, run.cases, why.c_str());
+        return course::index_verdict(run);
+      }
       std::printf("SKIPPED: compiled OK — not run: %s. Run it on a GPU (docs/colab.md)\n",
                   why.c_str());
       return 77;
+    }
     case course::GpuStatus::kBroken:
       std::printf("ERROR: %s\n", why.c_str());
       return 2;

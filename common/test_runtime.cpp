@@ -28,6 +28,7 @@ namespace {
 struct RunRecord {
   std::atomic<long> test_cases_started{0};
   std::atomic<long> failed_assertions{0};
+  std::atomic<long> failed_cases{0};
   // steady_clock nanoseconds at which the running test case started; 0 between test cases.
   std::atomic<long long> case_started_ns{0};
   // Name of the running test case, written before case_started_ns is set, read only after.
@@ -49,7 +50,7 @@ class VerdictListener : public Catch::EventListenerBase {
   using Catch::EventListenerBase::EventListenerBase;
   static std::string getDescription() { return "counts failed assertions for the course verdict"; }
   void testCaseStarting(Catch::TestCaseInfo const& info) override { on_case_start(info.name); }
-  void testCaseEnded(Catch::TestCaseStats const&) override { g_run.case_started_ns = 0; }
+  void testCaseEnded(Catch::TestCaseStats const& stats) override { on_case_end(stats); }
   void assertionEnded(Catch::AssertionStats const& stats) override {
     if (!stats.assertionResult.isOk()) ++g_run.failed_assertions;
   }
@@ -58,7 +59,7 @@ class VerdictListener : public Catch::TestEventListenerBase {
  public:
   using Catch::TestEventListenerBase::TestEventListenerBase;
   void testCaseStarting(Catch::TestCaseInfo const& info) override { on_case_start(info.name); }
-  void testCaseEnded(Catch::TestCaseStats const&) override { g_run.case_started_ns = 0; }
+  void testCaseEnded(Catch::TestCaseStats const& stats) override { on_case_end(stats); }
   bool assertionEnded(Catch::AssertionStats const& stats) override {
     if (!stats.assertionResult.isOk()) ++g_run.failed_assertions;
     return true;
@@ -66,6 +67,10 @@ class VerdictListener : public Catch::TestEventListenerBase {
 #endif
 
  private:
+  static void on_case_end(Catch::TestCaseStats const& stats) {
+    g_run.case_started_ns = 0;
+    if (stats.totals.assertions.failed > 0) ++g_run.failed_cases;
+  }
   static void on_case_start(const std::string& name) {
     g_run.case_started_ns = 0;  // the watchdog must not pair the old start with the new name
     std::snprintf(g_run.case_name, sizeof g_run.case_name, "%s", name.c_str());
@@ -173,6 +178,30 @@ std::string exercise_of(const char* argv0, bool* is_solution) {
 }
 
 }  // namespace
+
+IndexRun run_index_checks(const char* argv0) {
+  IndexRun out;
+  std::string tag = kIndexTag;
+  char* args[] = {const_cast<char*>(argv0 ? argv0 : "test"), &tag[0]};
+  Catch::Session session;
+  if (session.applyCommandLine(2, args) != 0) return out;
+  session.run();
+  out.cases = g_run.test_cases_started;
+  out.failed_cases = g_run.failed_cases;
+  return out;
+}
+
+int index_verdict(const IndexRun& run) {
+  const char* expect = std::getenv("COURSE_EXPECT_FAILURE");
+  const bool expect_failure = expect && std::strcmp(expect, "1") == 0;
+  if (run.failed_cases == 0) return 77;  // nothing wrong found, and the kernel did not run
+  if (expect_failure) {
+    std::printf("expected failure: the index checks rejected this implementation. That is the "
+                "correct outcome (the kernel itself was not run).\n");
+    return 0;
+  }
+  return 1;
+}
 
 int run_tests(int argc, char** argv, bool with_watchdog) {
   const char* expect = std::getenv("COURSE_EXPECT_FAILURE");

@@ -32,4 +32,19 @@ namespace course {
 
 int run_tests(int argc, char** argv, bool with_watchdog = false);
 
+// Index checks: test cases tagged [index] test the exercise's __host__ __device__ index helpers
+// (fragment coordinates, tile ranges, page addresses) on the CPU, with no CUDA call, so a
+// learner without a GPU still gets a verdict on that part of their code. `ex_<id> "[index]"`
+// runs only them (no GPU needed); where no GPU is usable the test main runs them before it
+// skips.
+inline constexpr const char* kIndexTag = "[index]";
+struct IndexRun {
+  long cases = 0;         // [index] test cases that ran
+  long failed_cases = 0;  // ... of which at least one assertion failed
+};
+IndexRun run_index_checks(const char* argv0);
+// The exit code after a run_index_checks where the kernel could not run: 77 (skipped) when every
+// check passed, 1 when one failed (0 under COURSE_EXPECT_FAILURE=1: a correct rejection).
+int index_verdict(const IndexRun& run);
+
 }  // namespace course

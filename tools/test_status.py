@@ -37,6 +37,9 @@ def load(junit):
 
 
 def failure_reason(case, out):
+    m = re.search(r"FAILED: (index helpers: \d+/\d+ checks passed)", out)
+    if m:
+        return m.group(1) + " (the kernel was not run)"
     if "HANG: test case" in out:
         m = re.search(r'HANG: test case "([^"]*)"', out)
         return f'hung in "{m.group(1)}" (the watchdog ended it)' if m else "hung"
@@ -53,7 +56,9 @@ def skip_reason(case, out):
     for line in out.splitlines():
         m = re.search(r"not run: (.*?)(?:\. Run it on a GPU.*)?$", line)
         if m:
-            return m.group(1).split(". ")[0]  # the cause; the remedy is in the summary
+            why = m.group(1).split(". ")[0]  # the cause; the remedy is in the summary
+            idx = re.search(r"index helpers: (\d+/\d+) checks passed", line)
+            return f"{why}|index helpers {idx.group(1)} passed" if idx else why
     skipped = case.find("skipped")
     message = skipped.get("message", "") if skipped is not None else ""
     return "not run" if not message or message.startswith("SKIP_RETURN_CODE") else message
@@ -95,19 +100,36 @@ def summary(counts, total):
     return line
 
 
+def split_reason(why):
+    """'cause|index helpers 3/3 passed' -> ('cause', 'index helpers 3/3 passed'); no | -> (why, '')."""
+    cause, _, extra = why.partition("|")
+    return cause, extra
+
+
 def report_exercises(table):
     counts = collections.Counter()
-    print("\nYour exercises:")
+    rows = []
     for day, ex in exercises():
         status, why = table.get(ex, {}).get("exercise", (NOTRUN, "no test registered"))
         counts["ran" if status in (PASS, FAIL) else "skipped"] += 1
         if status == PASS:
             why = "passed"
+        rows.append([day, ex, status, why])
+    # A reason every skipped line shares (no GPU here) is said once, under the list.
+    causes = collections.Counter(split_reason(w)[0] for _, _, s, w in rows if s == NOTRUN)
+    shared = causes.most_common(1)[0][0] if causes and causes.most_common(1)[0][1] > 1 else None
+    print("\nYour exercises:")
+    for day, ex, status, why in rows:
+        if status == NOTRUN:
+            cause, extra = split_reason(why)
+            why = ("not run" if cause == shared else f"not run: {cause}") + (f" ({extra})" if extra else "")
         if untouched(day, ex) and status != PASS:
-            note = f"; not run either: {why}" if status == NOTRUN else ""
-            status, why = UNTOUCHED, f"untouched (skeleton unchanged from git{note}); start: make hint EX={ex}"
+            note = f"; {why}" if status == NOTRUN else ""
+            status, why = UNTOUCHED, f"untouched{note}; start: make hint EX={ex}"
         counts[status] += 1
         print(f"  {status} {ex:<24} {why}")
+    if shared:
+        print(f"(not run: {shared})")
     print(summary(counts, len(exercises())))
 
 
@@ -122,8 +144,13 @@ def report_check(table, results):
         kinds = table.get(ex, {})
         status, why = kinds.get("solution", (NOTRUN, "no test registered"))
         wrong = {k: v for k, v in kinds.items() if k.startswith("wrong/")}
+        index = kinds.get("index")
         parts = ["solution " + {PASS: "passed", FAIL: f"FAILED ({why})",
-                                NOTRUN: f"not run ({why})"}[status]]
+                                NOTRUN: f"not run ({split_reason(why)[0]})"}[status]]
+        if index and index[0] != NOTRUN:
+            parts.append("index checks (CPU) " + ("passed" if index[0] == PASS else "FAILED"))
+            if index[0] == FAIL:
+                status = FAIL
         if wrong:
             rejected = sum(s == PASS for s, _ in wrong.values())
             notrun = sum(s == NOTRUN for s, _ in wrong.values())
