@@ -33,6 +33,15 @@
 #include "cp_async.cuh"
 #include "cuda_check.h"
 
+// The tokens [begin, end) of one split (the header's contract). Pass 1 calls it on the device, the
+// [index] tests on the host; defined here, in the kernel's translation unit, so nvcc inlines it.
+__host__ __device__ SplitKvRange split_kv_split_range(int split, int split_len, int len) {
+  // TODO(1) (≈ 3 lines): the range of split `split`: its chunk of split_len tokens, cut at the
+  //          context length len, empty (end <= begin) when the chunk starts at or past len, and
+  //          exact where the chunk's end would overflow an int (lesson: "Splitting the context").
+  return {0, 0};  // TODO(1): replace (every split empty until then)
+}
+
 namespace {
 
 constexpr int kWarps = 4;             // 128 threads per pass-1 block
@@ -134,12 +143,12 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
   const int slot = lane / kLanesPerToken, col = lane % kLanesPerToken;
   const int len = context_lens[b];
 
-  // This split's tokens are [begin, end) (none until they are computed); a split past the end
-  // of the context is empty.
-  int begin = 0, end = 0;
-  // TODO(1) (≈ 3 lines): this split's tokens: begin = split · split_len, end = min(len,
-  //          begin + split_len) (mind int overflow); with more than one split, a block whose
-  //          range is empty returns at once, leaving no partial (lesson: "Splitting the context").
+  // This split's tokens [begin, end). With more than one split, an empty split (end <= begin)
+  // returns at once: it leaves no partial, and the merge reads only the splits that hold tokens.
+  // With one split the block runs even for a context of 0 tokens: it writes o's zeros itself.
+  const SplitKvRange range = split_kv_split_range(split, split_len, len);
+  const int begin = range.begin, end = range.end;
+  if (num_splits > 1 && begin >= end) return;
 
   const int32_t* table = block_table + size_t(b) * max_blocks_per_seq;
   const uint4* k8 = reinterpret_cast<const uint4*>(k_cache);
@@ -212,13 +221,12 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
         s[g][u] = real ? dot : -INFINITY;
       }
     }
-    // TODO(2) (≈ 25 lines): fold this tile's scores s[g][u] and V rows (v_rows, the same index
-    //          as k_rows above) into each head's running state (m[g], l[g], acc[g][0..8)) with
-    //          the online softmax: the new max, then l and acc rescaled by
-    //          fast_exp2((m_old − m_new)·scale_log2), then for every token
-    //          fast_exp2((s − m_new)·scale_log2) added to l and, times the V row (unpack8), to
-    //          acc. Masked tokens have s = −inf: keep the exponent away from (−inf) − (−inf).
-    //          Unpack one V row at a time (registers) (lesson: "The partial online softmax").
+    // TODO(2) (≈ 25 lines): fold this tile's scores s[g][u] and the matching V rows (v_rows)
+    //          into each served head's running state (m[g], l[g], acc[g]) with the online
+    //          softmax, so that after the split's last tile they are its (m_s, ℓ_s, O_s). A masked
+    //          token (s = −inf) adds nothing, and no NaN appears while a state has seen only
+    //          masked tokens; unpack each V row once for all heads (lesson: "The partial online
+    //          softmax").
   }
   cp_async_wait<0>();
   __syncthreads();  // no copy in flight and no warp still reading a tile: the stages become the fold's scratch
@@ -314,10 +322,10 @@ split_kv_merge_kernel(const float* __restrict__ part_o, const float* __restrict_
   // Split s holds tokens iff s · split_len < len: only those left a partial in the workspace.
   const int used = min(int((int64_t(len) + split_len - 1) / split_len), num_splits);
   float m = -INFINITY, l = 0.f, acc = 0.f;  // this thread's fold of its splits (none yet)
-  // TODO(3) (≈ 10 lines): fold the partials of splits s = r, r + groups, ... below `used`
-  //          (pm[s], pl[s], po[s · D]) into (m, l, acc): the new max m_new, then the running
-  //          l and acc rescaled by exp2((m − m_new)·scale_log2) and the partial's ℓ_s and O_s by
-  //          exp2((m_s − m_new)·scale_log2) before they are added (lesson: "Merging the partials").
+  // TODO(3) (≈ 10 lines): fold the partials of this thread's splits (r, r + groups, ... below
+  //          `used`; their m_s, ℓ_s and element d of O_s in pm, pl, po) one after the other into
+  //          (m, l, acc), the running state the code below combines across groups (lesson:
+  //          "Merging the partials").
   sh_acc[threadIdx.x] = acc;
   if (d == 0) {
     sh_m[r] = m;
@@ -468,7 +476,8 @@ void split_kv_decode(const __half* q, const __half* k_cache, const __half* v_cac
   const int split_len = split_length(p, splits);
   const float scale_log2 = p.softmax_scale() * kLog2e;
 
-  // ceil(G / 8) head chunks per KV head: a group of at most 4 fits one block of the kernel picked.
+  // ceil(G / 8) head chunks per KV head: a group of at most kMaxHeadsPerBlock = 8 query heads fits
+  // one block of the kernel picked (1, 2, 4 or 8 heads per block), a larger one takes ceil(G / 8).
   const int chunks = (p.group_size() + kMaxHeadsPerBlock - 1) / kMaxHeadsPerBlock;
   const dim3 grid1(unsigned(p.heads_kv * chunks), unsigned(splits), unsigned(p.batch));
   pick_kernel(p)<<<grid1, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, block_table, context_lens, o, part_o,

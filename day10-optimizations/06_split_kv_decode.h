@@ -53,6 +53,20 @@ struct SplitKvOptions {
   int num_splits = 0;
 };
 
+// The tokens of one split (index helper: pass 1 calls it, the [index] tests check it on the CPU).
+// Split `split` (0-based) of a sequence with `len` tokens, when every split is `split_len` tokens
+// long (split_len >= 1, the rule above), covers [begin, end): its chunk
+// [split · split_len, (split + 1) · split_len) of the window, cut at len. Splits 0, 1, 2, ...
+// tile [0, len) in order, each non-empty one starting where the previous one ends; a split whose
+// chunk starts at or past len is empty (end <= begin): exactly those with split · split_len >= len,
+// all but the first ceil(len / split_len). Needs split >= 0, split_len >= 1, len >= 0 and
+// split · split_len <= INT_MAX (true for every split of a window that fits an int); the chunk's
+// end (split + 1) · split_len may pass INT_MAX, the range is still exact.
+struct SplitKvRange {
+  int begin, end;
+};
+__host__ __device__ SplitKvRange split_kv_split_range(int split, int split_len, int len);
+
 // The number of splits split_kv_decode will use for p (the rule above, or opt.num_splits).
 int split_kv_decode_num_splits(const course::PagedParams& p, const SplitKvOptions& opt = {});
 

@@ -10,7 +10,11 @@
 // test-only): 1 (no merge), 2, 3, 7 and "many" (more splits than tokens in most sequences, so
 // many splits are empty), independently of the GPU's SM count. The workspace is NaN-poisoned
 // before every launch: a merge that reads the slot of an empty split returns NaN.
+//
+// The [index] cases check the index helper split_kv_split_range on the CPU alone (no CUDA call):
+// `build/bin/sol_06_split_kv_decode "[index]"` runs them without a GPU.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -99,7 +103,88 @@ std::vector<int32_t> mixed_lens(int bs, course::Rng& rng) {
   return {1, std::max(bs - 1, 1), bs, bs + 1, 0, 1000, int32_t(rng.uniform_int(1, 3000))};
 }
 
+// What is wrong with the ranges split_kv_split_range gives the num_splits splits of a sequence of
+// len tokens in a window of `window` tokens (split_len = ceil(window / num_splits), the header's
+// rule), checked against the header's contract; "" when nothing is.
+std::string split_ranges_error(long long window, int num_splits, int len) {
+  const int split_len = int((window + num_splits - 1) / num_splits);
+  const long long used = std::min<long long>((len + (long long)split_len - 1) / split_len, num_splits);
+  const std::string problem = "window " + std::to_string(window) + ", num_splits " + std::to_string(num_splits) +
+                              " (split_len " + std::to_string(split_len) + "), len " + std::to_string(len) + ": ";
+  long long next = 0;  // where the next non-empty split must begin: the previous one's end
+  long long non_empty = 0;
+  for (int s = 0; s < num_splits; ++s) {
+    const SplitKvRange r = split_kv_split_range(s, split_len, len);
+    const long long chunk = (long long)s * split_len;  // the split's chunk starts here
+    const std::string at = problem + "split " + std::to_string(s) + " got [" + std::to_string(r.begin) + ", " +
+                           std::to_string(r.end) + "), ";
+    if (chunk >= len) {
+      if (r.end > r.begin) return at + "expected an empty range (end <= begin): its chunk starts at " +
+                                  std::to_string(chunk) + " >= len, so it holds no token";
+      continue;
+    }
+    const long long want_end = std::min<long long>(len, chunk + split_len);
+    const std::string want = "expected [" + std::to_string(chunk) + ", " + std::to_string(want_end) + ")";
+    if (r.end <= r.begin) return at + want + ": an empty range for a split whose chunk starts before len";
+    if (r.begin > next) return at + want + ": tokens [" + std::to_string(next) + ", " + std::to_string(r.begin) +
+                               ") belong to no split";
+    if (r.begin < next) return at + want + ": overlaps the previous split, which ends at " + std::to_string(next);
+    if (r.end > len) return at + want + ": reaches past len (slots at or past len are garbage)";
+    if (r.end != want_end) return at + want + ": the split's chunk is [" + std::to_string(chunk) + ", " +
+                                  std::to_string(chunk + split_len) + "), cut at len";
+    next = r.end;
+    ++non_empty;
+  }
+  if (next != len) return problem + "the non-empty splits end at " + std::to_string(next) + ", not at len";
+  if (non_empty != used) return problem + std::to_string(non_empty) + " non-empty splits, expected ceil(len / split_len) = " +
+                                std::to_string(used) + " (the merge reads exactly those)";
+  return "";
+}
+
+// Runs split_ranges_error over (window, num_splits, len) triples; reports the first few failures.
+template <class ForEach>
+void check_split_ranges(ForEach for_each_problem) {
+  long long problems = 0, failures = 0;
+  for_each_problem([&](long long window, int num_splits, int len) {
+    ++problems;
+    const std::string err = split_ranges_error(window, num_splits, len);
+    if (err.empty()) return;
+    if (++failures <= 5) FAIL_CHECK(err);
+  });
+  INFO(failures << " of " << problems << " (window, num_splits, len) problems have wrong split ranges");
+  CHECK(failures == 0);
+}
+
 }  // namespace
+
+TEST_CASE("split_kv_split_range: splits tile [0, len) in order, every window up to 40 tokens", "[index][quick]") {
+  // Every window of 1..40 tokens with 1..window+3 splits (more splits than tokens: some chunks
+  // start past the window) and 1024, and every length 0..window.
+  check_split_ranges([](auto&& check) {
+    for (int window = 1; window <= 40; ++window) {
+      std::vector<int> counts;
+      for (int n = 1; n <= window + 3; ++n) counts.push_back(n);
+      counts.push_back(1024);
+      for (int n : counts)
+        for (int len = 0; len <= window; ++len) check(window, n, len);
+    }
+  });
+}
+
+TEST_CASE("split_kv_split_range: exact where a split's chunk ends past INT_MAX", "[index][quick]") {
+  // Windows up to INT_MAX tokens (the largest the launcher accepts): with 1024 splits of
+  // 2^21 tokens the last chunk of a 2^31 − 1 window would end at 2^31, one past INT_MAX.
+  check_split_ranges([](auto&& check) {
+    for (long long window : {(long long)INT_MAX, (long long)INT_MAX - 1, (long long)INT_MAX - 1000, (1LL << 30) + 1}) {
+      for (int n : {1, 2, 3, 7, 1023, 1024}) {
+        const long long split_len = (window + n - 1) / n;
+        for (long long len : {0LL, 1LL, split_len - 1, split_len, split_len + 1, window / 2, window - split_len,
+                              window - 1, window})
+          if (len >= 0 && len <= window) check(window, n, int(len));
+      }
+    }
+  });
+}
 
 TEST_CASE("split_kv_decode: small GQA batch around one block, 1..64 splits", "[day10][split_kv_decode][quick]") {
   const Case a{4, 2, 64, 16, {1, 15, 16, 17, 0, 40}};

@@ -33,6 +33,16 @@
 #include "cp_async.cuh"
 #include "cuda_check.h"
 
+// The tokens [begin, end) of one split (the header's contract). Pass 1 calls it on the device, the
+// [index] tests on the host; defined here, in the kernel's translation unit, so nvcc inlines it.
+__host__ __device__ SplitKvRange split_kv_split_range(int split, int split_len, int len) {
+  // snippet-begin: split-range
+  const int begin = split * split_len;
+  const int end = len - begin < split_len ? len : begin + split_len;  // min(len, begin + split_len) without overflow
+  return {begin, end};
+  // snippet-end: split-range
+}
+
 namespace {
 
 constexpr int kWarps = 4;             // 128 threads per pass-1 block
@@ -134,14 +144,12 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
   const int slot = lane / kLanesPerToken, col = lane % kLanesPerToken;
   const int len = context_lens[b];
 
-  // This split's tokens are [begin, end) (none until they are computed); a split past the end
-  // of the context is empty.
-  int begin = 0, end = 0;
-  // snippet-begin: split-range
-  begin = split * split_len;
-  end = len - begin < split_len ? len : begin + split_len;  // min(len, begin + split_len) without overflow
-  if (num_splits > 1 && begin >= end) return;  // empty: no partial, the merge never reads this slot
-  // snippet-end: split-range
+  // This split's tokens [begin, end). With more than one split, an empty split (end <= begin)
+  // returns at once: it leaves no partial, and the merge reads only the splits that hold tokens.
+  // With one split the block runs even for a context of 0 tokens: it writes o's zeros itself.
+  const SplitKvRange range = split_kv_split_range(split, split_len, len);
+  const int begin = range.begin, end = range.end;
+  if (num_splits > 1 && begin >= end) return;
 
   const int32_t* table = block_table + size_t(b) * max_blocks_per_seq;
   const uint4* k8 = reinterpret_cast<const uint4*>(k_cache);
@@ -503,7 +511,8 @@ void split_kv_decode(const __half* q, const __half* k_cache, const __half* v_cac
   const int split_len = split_length(p, splits);
   const float scale_log2 = p.softmax_scale() * kLog2e;
 
-  // ceil(G / 8) head chunks per KV head: a group of at most 4 fits one block of the kernel picked.
+  // ceil(G / 8) head chunks per KV head: a group of at most kMaxHeadsPerBlock = 8 query heads fits
+  // one block of the kernel picked (1, 2, 4 or 8 heads per block), a larger one takes ceil(G / 8).
   const int chunks = (p.group_size() + kMaxHeadsPerBlock - 1) / kMaxHeadsPerBlock;
   const dim3 grid1(unsigned(p.heads_kv * chunks), unsigned(splits), unsigned(p.batch));
   pick_kernel(p)<<<grid1, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, block_table, context_lens, o, part_o,
