@@ -94,9 +94,10 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
   float* o_bh = o + bh * seq_q * D;
   const int off = seq_k - seq_q;  // bottom-right alignment: row i sees keys j <= i + off
 
-  // TODO(1) (≈ 4 lines): under a causal mask, stop early: tiles whose every key lies above the
-  //          diagonal (key > i + off for every row i of this tile) are skipped whole, and a tile
-  //          whose rows see no key at all visits none (lesson: "Causal: whole-tile skipping").
+  // TODO(1) (≈ 4 lines): under a causal mask, visit only the key tiles this query tile can see:
+  //          tiles that lie wholly above the diagonal for every row of the tile are skipped,
+  //          and a tile whose rows see no key at all visits none (lesson: "Causal: whole-tile
+  //          skipping").
   int n_kv_tiles = (seq_k + BC - 1) / BC;
 
   float o_acc[kRowsPerThread][kColsPerThread];  // O_i, unnormalised
@@ -125,40 +126,40 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
 
     // S_ij = Q_i K_jᵀ: kRowsPerThread × kKeysPerThread dot products per thread, four columns of D per step.
     float s[kRowsPerThread][kKeysPerThread] = {};
-    // TODO(2) (≈ 16 lines): accumulate s[m][n] = Q_i[team·kRowsPerThread + m] · K_j[lane + n·16]
-    //          over the D columns, reading float4s from Qs (leading dimension C::LDQ) and Ks
-    //          (C::LDK); load the kRowsPerThread + kKeysPerThread float4s of one step into
-    //          registers first, then do their FMAs (lesson: "Register tiling").
+    // TODO(2) (≈ 16 lines): this thread's block of S_ij (its kRowsPerThread rows against its
+    //          kKeysPerThread keys) accumulated in s over the D columns, four columns per step:
+    //          all the Q and K values of a step in registers first, then all their FMAs
+    //          (lesson: "Register tiling").
     // (B) every thread is done reading K_j: the next tile may be copied over it.
     __syncthreads();
     if (j + 1 < n_kv_tiles) load_tile<C, BC, C::LDK>(Ks, k_bh, kv0 + BC, seq_k);
     cp_async_commit();  // possibly empty: keeps the group count the same every iteration
 
-    // TODO(3) (≈ 10 lines): scale s (s · scale) and set it to -INFINITY where the key is past
-    //          seq_k or, causal, above the diagonal (key > i + off); only tiles that straddle one
-    //          of those boundaries need the test (lesson: "Masks and tails").
+    // TODO(3) (≈ 10 lines): scale the scores and hide the keys a row must not see (past the end
+    //          of K; causal, above the diagonal); only tiles that straddle one of those
+    //          boundaries need the per-element test (lesson: "Masks and tails").
     // TODO(4) (≈ 20 lines): the online-softmax update of each of the thread's rows (lesson:
-    //          "The online softmax across a team"): the tile's row max across the team's 16 lanes
-    //          (__shfl_xor_sync), m_new, the correction alpha = exp(m_old - m_new),
-    //          p = exp(s - m_new) in place of s (exp2f and kLog2e; lesson: "exp2 without losing
-    //          digits"), l_i = alpha · l_i + (sum of this thread's p), o_acc *= alpha. Keep
-    //          everything finite for a row that has seen only -inf so far.
-    // TODO(5) (≈ 5 lines): store P_ij into Ps transposed, Ps[key · C::LDP + row], as float4s of
-    //          4 rows (lesson: "Padded shared memory and bank conflicts").
+    //          "The online softmax across a team"): the tile's row max agreed by the team's 16
+    //          lanes, the new running max, the correction of the old ℓ_i and O_i, P_ij in place
+    //          of the scores with the exact exp2 (lesson: "exp2 without losing digits"), this
+    //          thread's part of ℓ_i, O_i rescaled. A row that has seen only masked keys so far
+    //          must stay finite.
+    // TODO(5) (≈ 5 lines): this thread's P_ij into Ps, transposed (key-major), four rows of one
+    //          key per float4 store (lesson: "Padded shared memory and bank conflicts").
     cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
     // (C) all of P_ij is written and all of V_j is visible to every thread.
     __syncthreads();
 
-    // TODO(6) (≈ 25 lines): O_i += P_ij V_j: for each of the BC keys, read this thread's
-    //          kRowsPerThread probabilities from Ps and its kColsPerThread values of V (columns
-    //          e·16 + lane·kVecWidth .. + kVecWidth - 1 for e = 0, kVecWidth, ...), then
-    //          kRowsPerThread·kColsPerThread FMAs into o_acc (lesson: "Register tiling").
+    // TODO(6) (≈ 25 lines): O_i += P_ij V_j: for each of the BC keys, this thread's
+    //          kRowsPerThread probabilities from Ps and the kColsPerThread values of V_j in the
+    //          output columns it owns, then all their products into o_acc (lesson: "Register
+    //          tiling").
   }
   cp_async_wait<0>();
 
-  // TODO(7) (≈ 20 lines): combine l_i over the team's 16 lanes, then write o_acc / l_i for every
-  //          real row (i < seq_q) at the columns this thread owns, zeros where l_i == 0 (lesson:
-  //          "Epilogue").
+  // TODO(7) (≈ 20 lines): ℓ_i of each row from the team's 16 partial sums, then O_i / ℓ_i for
+  //          every real row of the tile, at the output columns this thread owns; zeros for a
+  //          row that saw no key (lesson: "Epilogue").
 }
 
 template <class C>

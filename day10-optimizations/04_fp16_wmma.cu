@@ -176,27 +176,27 @@ flash_wmma_kernel(const __half* __restrict__ q, const __half* __restrict__ k, co
 
     // S_ij = Q_i K_jᵀ for the warp's 16 rows: BC/16 accumulator tiles, D/16 steps of k.
     // TODO(1) (≈ 20 lines): S_ij = Q_i K_jᵀ on the tensor cores (lesson: "Row-major, column-major, and why Kᵀ is free").
-    //   BC/16 fp32 accumulator fragments (AccFrag), zero-filled. For each step kk of 16 columns of D:
-    //   one RowAFrag of Q_i (the warp's 16 rows: Qs + warp·16·LDQ + kk, leading dimension LDQ), then
-    //   per key block n a ColBFrag of K_j at Kt + n·16·LDKV + kk (LDKV) and wmma::mma_sync. Store
-    //   fragment n to S_w + n·16 (LDS, wmma::mem_row_major), then __syncwarp() so every lane sees S.
+    //   The warp's 16 rows of Q_i against all BC keys of K_j, summed over D in fp32 accumulator
+    //   fragments (one per 16 keys), with K_j read as Kᵀ straight from shared memory (no copy);
+    //   then S_ij stored into the warp's slice S_w and visible to every lane of the warp (lesson:
+    //   "Who owns which tiles").
 
     // Row r: this lane reads columns 4t + 2·half_id and 4t + 2·half_id + 1 (a float2 per step:
     // 16 lanes of 8 rows cover all 32 banks). Masks: keys past seq_k, and causal keys j > i + off;
     // only tiles that straddle one of the boundaries test every element.
     const bool need_mask = kv0 + BC > seq_k || (causal && kv0 + BC - 1 > q0 + off);
     // TODO(2) (≈ 35 lines): the online-softmax step of row r in fp32 (lesson: "The online softmax in shared memory").
-    //   Read S_w[r·LDS + c], c = 4t + 2·half_id and c + 1 (t = 0 .. BC/4 - 1); scale; -INFINITY
-    //   where need_mask and (key >= seq_k or, causal, key > i + off), key = kv0 + c. Tile max, the
-    //   row's other lane via __shfl_xor_sync(.., 1); m_new, the empty-row rule, α and
-    //   p = exp(x - m_new) (exercise 01's exp2 form); p rounded to fp16 into P_w[r·LDP + c]
-    //   (__half2); ℓ_i = α·ℓ_i + the sum of the ROUNDED p; m_i = m_new; alpha_w[r] = α (one lane);
-    //   __syncwarp().
+    //   This lane's half of row r in S_w, scaled and masked in problem coordinates (keys past
+    //   seq_k; causal, keys above the diagonal); the row's tile max over both of its lanes; the
+    //   new running max with the empty-row rule; α and P as in exercise 01 (exp2); P rounded to
+    //   fp16 into P_w, ℓ_i grown by the ROUNDED P, the running max updated, the row's α into
+    //   alpha_w; then P_w and alpha_w visible to every lane of the warp (lesson: "A worked
+    //   example: one row, two key tiles").
 
     // TODO(3) (≈ 18 lines): O_i ← diag(α) O_i + P_ij V_j (lesson: "Where O lives: fragments and a row map").
-    //   Element e of every O fragment is in row row_of[e]: multiply it by alpha_w[row_of[e]]. Then
-    //   for each step kk of 16 keys: a RowAFrag of P (P_w + kk, LDP) and, per 16 columns f of D, a
-    //   RowBFrag of V_j (Vt + kk·LDKV + f·16, LDKV) into o_acc[f] with wmma::mma_sync.
+    //   Every element of every O fragment scaled by the α of its own row (the row map says which
+    //   row), then the warp's 16 rows of P_ij times V_j on the tensor cores, summed over the BC
+    //   keys into the O fragments (lesson: "Who owns which tiles").
   }
   cp_async_wait<0>();
 

@@ -131,6 +131,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
 
     // S_ij = Q_i K_jᵀ: kRowsPerThread × kKeysPerThread dot products per thread, four columns of D per step.
     float s[kRowsPerThread][kKeysPerThread] = {};
+    // snippet-begin: scores-register-tile
 #pragma unroll
     for (int kk = 0; kk < D; kk += 4) {
       float4 qf[kRowsPerThread], kf[kKeysPerThread];
@@ -148,6 +149,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
           s[m][n] = fmaf(qf[m].w, kf[n].w, s[m][n]);
         }
     }
+    // snippet-end: scores-register-tile
     // (B) every thread is done reading K_j: the next tile may be copied over it.
     __syncthreads();
     if (j + 1 < n_kv_tiles) load_tile<C, BC, C::LDK>(Ks, k_bh, kv0 + BC, seq_k);
@@ -194,6 +196,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       for (int d = 0; d < kColsPerThread; ++d) o_acc[m][d] *= alpha;
     }
     // snippet-end: mask-and-online-softmax
+    // snippet-begin: store-p-transposed
     // P_ij -> shared memory, transposed: each float4 holds 4 consecutive rows of one key.
 #pragma unroll
     for (int n = 0; n < kKeysPerThread; ++n)
@@ -201,10 +204,12 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       for (int m = 0; m < kRowsPerThread; m += 4)
         *reinterpret_cast<float4*>(&Ps[(lane + n * kLanesPerRow) * C::LDP + team * kRowsPerThread + m]) =
             make_float4(s[m][n], s[m + 1][n], s[m + 2][n], s[m + 3][n]);
+    // snippet-end: store-p-transposed
     cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
     // (C) all of P_ij is written and all of V_j is visible to every thread.
     __syncthreads();
 
+    // snippet-begin: pv-register-tile
     // O_i += P_ij V_j: per key, kRowsPerThread probabilities times kColsPerThread values of V.
 #pragma unroll 8
     for (int c = 0; c < BC; ++c) {
@@ -230,9 +235,11 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
 #pragma unroll
         for (int d = 0; d < kColsPerThread; ++d) o_acc[m][d] = fmaf(p[m], vv[d], o_acc[m][d]);
     }
+    // snippet-end: pv-register-tile
   }
   cp_async_wait<0>();
 
+  // snippet-begin: epilogue
   // Epilogue: each lane summed only its own keys; the row's 16 lanes add up to ℓ_i. A row that
   // saw no key has ℓ_i = 0 and O_i = 0 and is written as zeros.
 #pragma unroll
@@ -254,6 +261,7 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       }
     }
   }
+  // snippet-end: epilogue
 }
 
 template <class C>
