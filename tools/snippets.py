@@ -4,6 +4,7 @@
     python3 tools/snippets.py            # same as --check
     python3 tools/snippets.py --check    # exit 1 listing every stale or broken snippet
     python3 tools/snippets.py --write    # refresh every snippet block (make snippets)
+    python3 tools/snippets.py --write day10-optimizations/05_fp16_mma.md   # only these files
 
 In a source file, the lines to show are marked (`#` instead of `//` in Python files):
 
@@ -151,10 +152,13 @@ def find_blocks(md, lines):
     return blocks, errors
 
 
-def run(root=ROOT, write=False):
-    """(problems, fresh_count, written_files). Problems are one-line-first messages."""
+def run(root=ROOT, write=False, only=None):
+    """(problems, fresh_count, written_files). Problems are one-line-first messages. `only`: a
+    set of markdown paths to look at (all when None)."""
     problems, fresh, written = [], 0, []
     for md_path in markdown_files(root):
+        if only is not None and md_path.resolve() not in only:
+            continue
         rel_md = md_path.relative_to(root)
         lines = md_path.read_text().split("\n")
         blocks, errors = find_blocks(rel_md, lines)
@@ -194,8 +198,10 @@ def main():
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="fail on a stale snippet (default)")
     mode.add_argument("--write", action="store_true", help="refresh every snippet block")
+    ap.add_argument("files", nargs="*", help="only these markdown files (default: all)")
     args = ap.parse_args()
-    problems, fresh, written = run(ROOT, write=args.write)
+    only = {pathlib.Path(f).resolve() for f in args.files} or None
+    problems, fresh, written = run(ROOT, write=args.write, only=only)
     for w in written:
         print(f"snippets: refreshed {w}")
     if problems:
