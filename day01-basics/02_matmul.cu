@@ -31,11 +31,10 @@ void check_matmul_args(const char* who, const float* a, const float* b, const fl
 }  // namespace
 
 __global__ void matmul_naive_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  // TODO(1) (≈ 8 lines): this thread owns C[row, col]: col from the x coordinates (blockIdx.x, blockDim.x,
-  //          threadIdx.x), row from the y ones (lesson: "The naive kernel: one thread per output").
-  //          Return if the thread lies outside C (the last blocks overhang it), then sum
-  //          a[row·k + t] · b[col·k + t] over t in a float and store it at c[row·n + col].
-  //          Index with int64_t: row·k can exceed 2^31 for large matrices.
+  // TODO(1) (≈ 8 lines): this thread computes C[row, col], the dot product of row `row` of A with
+  //          row `col` of B: col from the x coordinates, row from the y ones. A thread outside C
+  //          (the last blocks overhang it) does nothing. Form offsets in int64_t: row·k can exceed
+  //          2^31 (lesson: "The naive kernel: one thread per output").
 }
 
 void matmul_naive(const float* a, const float* b, float* c, int m, int n, int k,
@@ -64,15 +63,15 @@ __global__ void matmul_tiled_kernel(const float* a, const float* b, float* c, in
 
   float acc = 0.f;
   for (int t0 = 0; t0 < k; t0 += kTile) {
-    // TODO(3) (≈ 3 lines): thread (ty, tx) loads ONE element of each tile: a_tile[ty][tx] = A[row0 + ty, t0 + tx]
-    //          and b_tile[ty][tx] = B[col0 + ty, t0 + tx], or 0 where that element lies outside
-    //          A, B or past k (lesson: "Tiles in shared memory" and "Edge tiles").
+    // TODO(3) (≈ 3 lines): thread (ty, tx) stages ONE element of this slice of A in a_tile and one of
+    //          B in b_tile, or 0 where that element lies outside A, B or past k
+    //          (lesson: "Tiles in shared memory" and "Edge tiles").
     // TODO(4) (≈ 1 line): make the whole block wait until both tiles are complete (lesson: "The two barriers").
-    // TODO(5) (≈ 1 line): acc += a_tile[ty][t] · b_tile[tx][t] for t over the tile (lesson: "Tiles in shared memory").
+    // TODO(5) (≈ 1 line): add this slice's part of the dot product to acc (lesson: "Tiles in shared memory").
     // TODO(6) (≈ 1 line): make the whole block wait again before the next iteration overwrites the tiles
     //          (lesson: "The two barriers").
   }
-  // TODO(7) (≈ 2 lines): write acc to C[row0 + ty, col0 + tx] if that element exists (lesson: "Edge tiles").
+  // TODO(7) (≈ 2 lines): write acc to this thread's element of C, if that element exists (lesson: "Edge tiles").
 }
 
 void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k,

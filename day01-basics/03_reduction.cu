@@ -18,9 +18,8 @@ constexpr unsigned kFullMask = 0xffffffffu;  // all 32 lanes take part in every 
 }  // namespace
 
 __device__ float warp_max(float v) {
-  // TODO(1) (≈ 1 line): combine the 32 lanes' values so that lane 0 ends up with their max: five steps of
-  //          __shfl_down_sync(kFullMask, v, offset) with offset = 16, 8, 4, 2, 1
-  //          (lesson: "Warp shuffles").
+  // TODO(1) (≈ 1 line): lane 0 ends up with the max of the 32 lanes' values, exchanged through
+  //          registers in a tree of shuffles (lesson: "Warp shuffles").
   return v;
 }
 
@@ -35,8 +34,8 @@ __global__ void row_reduce_kernel(const float* x, float* row_max, float* row_sum
 
   float m = 0.f;  // TODO(3) (≈ 1 line): is 0 the right starting value for a max? (lesson: "Identities")
   float s = 0.f;
-  // TODO(4) (≈ 5 lines): block-stride loop: thread t visits columns t, t + blockDim.x, ... below cols,
-  //          folding each value into m (fmaxf) and s (lesson: "Block reduction through shared memory").
+  // TODO(4) (≈ 5 lines): this thread folds every column of the row that falls to it into m and s
+  //          (lesson: "Block-stride loops").
   m = warp_max(m);
   s = warp_sum(s);
 

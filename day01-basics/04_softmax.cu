@@ -56,13 +56,12 @@ __global__ void softmax_safe_kernel(const float* x, float* y, int cols) {
   float* y_row = y + int64_t(blockIdx.x) * cols;
   __shared__ float scratch[kWarps];
 
-  // TODO(1) (≈ 3 lines): pass 1: m = the row's max. Each thread folds its columns (threadIdx.x, then steps of
-  //          blockDim.x) into a local max, then block_allreduce_max(m, scratch) gives every thread
-  //          the row's max (lesson: "Safe softmax in three passes").
-  // TODO(2) (≈ 3 lines): pass 2: ℓ = Σ_c expf(x_c - m), the same way with block_allreduce_sum
-  //          (lesson: "Safe softmax in three passes").
-  // TODO(3) (≈ 2 lines): pass 3: y_c = expf(x_c - m) / ℓ for this thread's columns. y may alias x: is it safe
-  //          to write y_c here? (lesson: "Safe softmax in three passes" and "In place").
+  // TODO(1) (≈ 3 lines): pass 1: every thread ends up with the row's max m: it folds its own columns,
+  //          then the given block_allreduce_max combines the block (lesson: "Safe softmax in three passes").
+  // TODO(2) (≈ 3 lines): pass 2: every thread ends up with ℓ, the row's sum of exponentials taken
+  //          relative to m, the same way (lesson: "Safe softmax in three passes").
+  // TODO(3) (≈ 2 lines): pass 3: write this thread's columns of y, normalised by ℓ. y may alias x: is it
+  //          safe to write them here? (lesson: "Safe softmax in three passes" and "In place").
 }
 
 // ---- Online softmax: m and ℓ in one pass -------------------------------------------------------
@@ -76,15 +75,15 @@ struct MaxSum {
 // Fold one more value into the state. If x raises the max, every term already in l was computed
 // relative to the old max and must be rescaled by exp(m_old - m_new) <= 1.
 __device__ MaxSum online_update(MaxSum st, float x) {
-  // TODO(4) (≈ 3 lines): the new max is max(st.m, x); rescale st.l from the old max to the new one, add
-  //          x's own term, store the new max (lesson: "Online softmax: one pass for m and ℓ").
+  // TODO(4) (≈ 3 lines): fold x in so that the invariant holds again: the new max, st.l re-based from the
+  //          old max to the new one, plus x's own term (lesson: "Online softmax: one pass for m and ℓ").
   return st;
 }
 
 // Merge two states over disjoint segments: the same rescaling, applied to both sides.
 __device__ MaxSum online_merge(MaxSum a, MaxSum b) {
-  // TODO(5) (≈ 4 lines): m = max(a.m, b.m); ℓ = a.l·exp(a.m - m) + b.l·exp(b.m - m). Careful when BOTH
-  //          states are empty, m = -inf (lesson: "Merging two partial states").
+  // TODO(5) (≈ 4 lines): return the state of the two segments together. Careful when BOTH states are
+  //          empty, m = -inf (lesson: "Merging two partial states").
   return a;
 }
 
@@ -119,7 +118,7 @@ __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
   MaxSum st{-INFINITY, 0.f};
   // TODO(6) (≈ 2 lines): pass 1: fold this thread's columns into st with online_update, then merge all
   //          threads' states with block_merge (lesson: "Online softmax: one pass for m and ℓ").
-  // TODO(7) (≈ 2 lines): pass 2: y_c = expf(x_c - st.m) / st.l for this thread's columns
+  // TODO(7) (≈ 2 lines): pass 2: write this thread's columns of y from the row's merged state
   //          (lesson: "Online softmax: one pass for m and ℓ").
 }
 

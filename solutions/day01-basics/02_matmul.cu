@@ -33,6 +33,7 @@ void check_matmul_args(const char* who, const float* a, const float* b, const fl
 __global__ void matmul_naive_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
   // Thread (row, col) owns C[row, col]. x varies fastest within a warp, so it indexes columns:
   // the warp's 32 threads share A's row (one broadcast load) and write 32 adjacent C entries.
+  // snippet-begin: naive-thread
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= m || col >= n) return;  // the last blocks overhang C when m, n are not multiples
@@ -41,6 +42,7 @@ __global__ void matmul_naive_kernel(const float* a, const float* b, float* c, in
   float acc = 0.f;
   for (int t = 0; t < k; ++t) acc += a_row[t] * b_row[t];
   c[int64_t(row) * n + col] = acc;
+  // snippet-end: naive-thread
 }
 
 void matmul_naive(const float* a, const float* b, float* c, int m, int n, int k,
@@ -49,7 +51,9 @@ void matmul_naive(const float* a, const float* b, float* c, int m, int n, int k,
   if (m == 0 || n == 0) return;  // an empty C: nothing to launch
 
   const dim3 block(kNaiveX, kNaiveY);
+  // snippet-begin: naive-grid
   const dim3 grid((n + kNaiveX - 1) / kNaiveX, (m + kNaiveY - 1) / kNaiveY);
+  // snippet-end: naive-grid
   matmul_naive_kernel<<<grid, block, 0, stream>>>(a, b, c, m, n, k);
   CUDA_CHECK_LAUNCH();
 }
@@ -70,6 +74,7 @@ __global__ void matmul_tiled_kernel(const float* a, const float* b, float* c, in
   for (int t0 = 0; t0 < k; t0 += kTile) {
     // Both loads: the warp (fixed ty, tx = 0..31) reads 32 consecutive floats of one row, one
     // coalesced transaction. Outside A, B or past k: store 0, which adds nothing to the sum.
+    // snippet-begin: tile-step
     const int a_row = row0 + ty, b_row = col0 + ty, t = t0 + tx;
     a_tile[ty][tx] = (a_row < m && t < k) ? a[int64_t(a_row) * k + t] : 0.f;
     b_tile[ty][tx] = (b_row < n && t < k) ? b[int64_t(b_row) * k + t] : 0.f;
@@ -78,9 +83,12 @@ __global__ void matmul_tiled_kernel(const float* a, const float* b, float* c, in
     for (int tt = 0; tt < kTile; ++tt) acc += a_tile[ty][tt] * b_tile[tx][tt];
     // Barrier 2: the next iteration overwrites the tiles; wait until every warp is done reading.
     __syncthreads();
+    // snippet-end: tile-step
   }
+  // snippet-begin: tile-store
   const int row = row0 + ty, col = col0 + tx;
   if (row < m && col < n) c[int64_t(row) * n + col] = acc;  // edge tiles overhang C
+  // snippet-end: tile-store
 }
 
 void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k,
@@ -89,7 +97,9 @@ void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k,
   if (m == 0 || n == 0) return;
 
   const dim3 block(kTile, kTile);
+  // snippet-begin: tiled-grid
   const dim3 grid((n + kTile - 1) / kTile, (m + kTile - 1) / kTile);
+  // snippet-end: tiled-grid
   matmul_tiled_kernel<<<grid, block, 0, stream>>>(a, b, c, m, n, k);
   CUDA_CHECK_LAUNCH();
 }

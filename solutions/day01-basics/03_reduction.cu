@@ -21,6 +21,7 @@ constexpr unsigned kFullMask = 0xffffffffu;  // all 32 lanes take part in every 
 // the combination of lanes i .. i + 2o - 1; after offsets 16, 8, 4, 2, 1 lane 0 holds all 32.
 // (__shfl_down_sync from a lane past 31 returns the caller's own value: the upper lanes end up
 // with partial garbage, which is fine because only lane 0's result is used.)
+// snippet-begin: warp-tree
 __device__ float warp_max(float v) {
   for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_down_sync(kFullMask, v, offset));
   return v;
@@ -30,6 +31,7 @@ __device__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
   return v;
 }
+// snippet-end: warp-tree
 
 __global__ void row_reduce_kernel(const float* x, float* row_max, float* row_sum, int cols) {
   const float* row = x + int64_t(blockIdx.x) * cols;
@@ -37,6 +39,7 @@ __global__ void row_reduce_kernel(const float* x, float* row_max, float* row_sum
 
   // Start from the identities: max(-inf, v) = v and 0 + v = v. A thread with no element of
   // this row (cols < 256) then contributes nothing, and an all-negative row keeps its true max.
+  // snippet-begin: thread-fold
   float m = -INFINITY;
   float s = 0.f;
   // Block-stride loop: in each step the 256 threads read 256 consecutive floats (coalesced).
@@ -45,11 +48,13 @@ __global__ void row_reduce_kernel(const float* x, float* row_max, float* row_sum
     m = fmaxf(m, v);
     s += v;
   }
+  // snippet-end: thread-fold
   m = warp_max(m);
   s = warp_sum(s);
 
   // One partial per warp goes through shared memory to warp 0.
   __shared__ float warp_m[kWarps], warp_s[kWarps];
+  // snippet-begin: block-stage
   if (lane == 0) {
     warp_m[warp] = m;
     warp_s[warp] = s;
@@ -66,6 +71,7 @@ __global__ void row_reduce_kernel(const float* x, float* row_max, float* row_sum
       row_sum[blockIdx.x] = s;
     }
   }
+  // snippet-end: block-stage
 }
 
 void row_reduce(const float* x, float* row_max, float* row_sum, int rows, int cols,
@@ -78,7 +84,9 @@ void row_reduce(const float* x, float* row_max, float* row_sum, int rows, int co
   if (rows == 0) return;
 
   // One block per row: gridDim.x may be up to 2^31 - 1, so every int row count fits.
+  // snippet-begin: blocks
   const int blocks = rows;
+  // snippet-end: blocks
   row_reduce_kernel<<<blocks, kThreads, 0, stream>>>(x, row_max, row_sum, cols);
   CUDA_CHECK_LAUNCH();
 }

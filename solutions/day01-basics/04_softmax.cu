@@ -58,6 +58,7 @@ __global__ void softmax_safe_kernel(const float* x, float* y, int cols) {
   float* y_row = y + int64_t(blockIdx.x) * cols;
   __shared__ float scratch[kWarps];
 
+  // snippet-begin: safe-passes
   // Pass 1: m = max_c x_c. Subtracting it makes every exponent <= 0, so exp() cannot overflow.
   float m = -INFINITY;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, x_row[c]);
@@ -69,6 +70,7 @@ __global__ void softmax_safe_kernel(const float* x, float* y, int cols) {
   // Pass 3: normalise. One division per row, then multiplications.
   const float inv_l = 1.f / l;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) y_row[c] = expf(x_row[c] - m) * inv_l;
+  // snippet-end: safe-passes
 }
 
 // ---- Online softmax: m and ℓ in one pass -------------------------------------------------------
@@ -82,20 +84,24 @@ struct MaxSum {
 // Fold one more value into the state. If x raises the max, every term already in l was computed
 // relative to the old max and must be rescaled by exp(m_old - m_new) <= 1.
 __device__ MaxSum online_update(MaxSum st, float x) {
+  // snippet-begin: online-update
   const float m_new = fmaxf(st.m, x);
   st.l = st.l * expf(st.m - m_new) + expf(x - m_new);  // first value: 0 · exp(-inf) + 1
   st.m = m_new;
+  // snippet-end: online-update
   return st;
 }
 
 // Merge two states over disjoint segments: the same rescaling, applied to both sides.
 __device__ MaxSum online_merge(MaxSum a, MaxSum b) {
+  // snippet-begin: online-merge
   const float m = fmaxf(a.m, b.m);
   // Both empty (threads that saw no column when cols < 256): keep (-inf, 0). Without this
   // test, exp(-inf - (-inf)) = exp(NaN) poisons the whole row.
   if (m == -INFINITY) return a;
   a.l = a.l * expf(a.m - m) + b.l * expf(b.m - m);
   a.m = m;
+  // snippet-end: online-merge
   return a;
 }
 
@@ -127,6 +133,7 @@ __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
   float* y_row = y + int64_t(blockIdx.x) * cols;
   __shared__ float scratch_m[kWarps], scratch_l[kWarps];
 
+  // snippet-begin: online-passes
   // Pass 1: each thread folds its columns into (m, ℓ); then the block merges the 256 states.
   MaxSum st{-INFINITY, 0.f};
   for (int c = threadIdx.x; c < cols; c += blockDim.x) st = online_update(st, x_row[c]);
@@ -134,6 +141,7 @@ __global__ void softmax_online_kernel(const float* x, float* y, int cols) {
   // Pass 2: normalise (same as the safe kernel's pass 3).
   const float inv_l = 1.f / st.l;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) y_row[c] = expf(x_row[c] - st.m) * inv_l;
+  // snippet-end: online-passes
 }
 
 // ---- Launchers ------------------------------------------------------------------------------
