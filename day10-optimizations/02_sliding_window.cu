@@ -20,6 +20,26 @@
 #include "flash_fp32_tiles.cuh"
 #include "smem_limit.h"
 
+// ---------------------------------------------------------------------------------------------
+// Index helpers of the prefill kernel (02_sliding_window.h states what each returns). Defined
+// here, in the kernels' translation unit, so that nvcc inlines them into the kernels; the test
+// links their host copies and checks them on the CPU.
+
+__host__ __device__ WindowTiles window_band_tiles(int q0, int q_last, int off, int w, int seq_k, int bc) {
+  WindowTiles band{0, 0};  // no tile
+  // TODO(1) (≈ 4 lines): the run of key tiles this query tile must visit: from the tile holding
+  //          the lowest key any of its rows sees to the tile holding the highest (keys exist only
+  //          in [0, seq_k)); count 0 when no row sees a key (lesson: "The band of a query tile").
+  return band;
+}
+
+__host__ __device__ bool window_tile_is_full(int kv0, int q0, int q_last, int off, int w, int bc) {
+  bool full = false;  // "partial": always safe, never fast
+  // TODO(2) (≈ 1 line): full = whether every row q0 .. q_last sees every key kv0 .. kv0 + bc − 1,
+  //          decided by two comparisons, not by a loop (lesson: "Full and partial tiles").
+  return full;
+}
+
 namespace {
 
 using flash_fp32::FlashConfig;
@@ -40,25 +60,16 @@ sliding_window_kernel(const float* __restrict__ q, const float* __restrict__ k, 
   const int q_last = min(q0 + BR, seq_q) - 1;  // last real row of this tile
 
   // Which key tiles to visit: first_tile, first_tile + 1, ..., first_tile + n_tiles - 1.
-  int first_tile = 0;
-  int n_tiles = (seq_k + BC - 1) / BC;
-  // TODO(1) (≈ 4 lines): visit only the key tiles that intersect the band of this query tile,
-  //          [q0 + off − w, q_last + off] clamped to [0, seq_k − 1]: set first_tile and n_tiles
-  //          (0 when the band is empty) (lesson: "The band of a query tile").
+  const WindowTiles band = window_band_tiles(q0, q_last, off, w, seq_k, BC);
+  const int first_tile = band.first, n_tiles = band.count;
 
   // Which tiles need the per-element test, and the test itself. A tail tile (keys past seq_k)
   // always does; attend_tiles hides those keys on its own.
-  auto needs_mask = [=](int kv0) {
-    bool partial = kv0 + BC > seq_k;
-    // TODO(2) (≈ 1 line): a tile is also partial when some real row of the query tile does not
-    //          see all of its keys: it reaches above the first row's diagonal or below the last
-    //          row's window edge (lesson: "Full and partial tiles").
-    return partial;
-  };
+  auto needs_mask = [=](int kv0) { return kv0 + BC > seq_k || !window_tile_is_full(kv0, q0, q_last, off, w, BC); };
   auto visible = [=](int i, int key) {
     bool seen = true;
-    // TODO(3) (≈ 1 line): query i sees key iff i + off − w <= key <= i + off
-    //          (lesson: "Full and partial tiles").
+    // TODO(3) (≈ 1 line): seen = whether query row i sees this key: the window of the contract in
+    //          02_sliding_window.h, both ends included (lesson: "Full and partial tiles").
     return seen;
   };
 
@@ -66,6 +77,19 @@ sliding_window_kernel(const float* __restrict__ q, const float* __restrict__ k, 
                               q0, seq_q, seq_k, scale, n_tiles, [=](int t) { return (first_tile + t) * BC; },
                               needs_mask, visible);
 }
+
+}  // namespace
+
+// The ring decode kernel's index helper (02_sliding_window.h), defined here for the same reason.
+__host__ __device__ int ring_window_slots(int len, int capacity) {
+  int n_valid = 0;  // no slot
+  // TODO(4) (≈ 1 line): n_valid = how many slots, counted from slot 0, hold the tokens the query
+  //          sees, in a ring of `capacity` (= w + 1) slots where token t lives in slot
+  //          t % capacity: before and after the ring wraps (lesson: "The ring buffer").
+  return n_valid;
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Ring decode: one block per (group of query heads, KV head, sequence). The G query heads that
@@ -84,9 +108,7 @@ ring_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cach
   const int64_t kv_off = (int64_t(b) * heads_kv + hk) * int64_t(capacity) * D;
   const int len = seq_lens[b];
 
-  int n_valid = 0;  // the ring slots [0, n_valid) hold the tokens this query sees
-  // TODO(4) (≈ 1 line): which slots hold the tokens of the window? Token t lives in slot
-  //          t % (w + 1); before and after the ring wraps (lesson: "The ring buffer").
+  const int n_valid = ring_window_slots(len, capacity);  // the ring slots [0, n_valid) hold the window
   const int n_tiles = (n_valid + BC - 1) / BC;
 
   // Keys past n_valid are masked (and never copied) by attend_tiles itself, which treats

@@ -32,6 +32,34 @@
 #include "attention_params.h"
 #include "reference.h"  // course::RingCacheParams
 
+// ---------------------------------------------------------------------------------------------
+// Index helpers: the pure index arithmetic of the two kernels, callable on the host and the
+// device. The kernels call them; the test checks them on the CPU, without a GPU, against brute
+// force over every small input (its "[index]" cases). Notation as above: query rows i, keys j,
+// off = Nk − Nq, window w ≥ 0; key tile t holds keys t·bc .. t·bc + bc − 1.
+
+// A run of consecutive key tiles: first, first + 1, ..., first + count − 1.
+struct WindowTiles {
+  int first;  // the first key tile of the run
+  int count;  // how many tiles; 0: none (then `first` means nothing)
+};
+
+// The key tiles that hold at least one key (j < seq_k) seen by at least one query row
+// q0 .. q_last (q0 ≤ q_last): exactly the tiles a query tile must visit. Tiles outside the run
+// hold no key any of those rows sees; count = 0 when no row sees any key.
+__host__ __device__ WindowTiles window_band_tiles(int q0, int q_last, int off, int w, int seq_k, int bc);
+
+// True iff every query row q0 .. q_last sees every key kv0 .. kv0 + bc − 1, i.e. the tile needs
+// no per-element mask. Keys past seq_k are not this function's business (the caller treats a
+// tail tile as partial on its own).
+__host__ __device__ bool window_tile_is_full(int kv0, int q0, int q_last, int off, int w, int bc);
+
+// Ring decode: a sequence of len tokens (the new one included) whose token t was written into
+// slot t % capacity of a ring of capacity = w + 1 slots. Returns n such that the slots
+// 0 .. n − 1 hold exactly the tokens the new token sees, max(0, len − 1 − w) .. len − 1, and no
+// other slot does (0 when len ≤ 0).
+__host__ __device__ int ring_window_slots(int len, int capacity);
+
 void sliding_window_attention(const float* q, const float* k, const float* v, float* o,
                               const course::AttentionParams& p, cudaStream_t stream = 0);
 

@@ -11,6 +11,9 @@
 //     touches such a tile gets NaN even when it masks it (0 · NaN = NaN in P·V).
 // Decode (ring_decode_attention): a batch of sequences at different positions, some not yet
 // wrapped (their unwritten slots hold NaN), some wrapped several times, GQA, w = 0.
+// Index helpers ("[index]", CPU only, no GPU needed): window_band_tiles, window_tile_is_full and
+// ring_window_slots against brute force over every small input, straight from the contract's
+// definition of which key a query sees and which slot a token lives in.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -70,6 +73,122 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Index helpers, on the CPU. The brute force is the contract itself: query i sees key j iff
+// 0 <= j < Nk and i + off − w <= j <= i + off; token t of a ring of `cap` slots is in slot t % cap.
+namespace {
+
+bool sees(int i, int j, int off, int w) { return j >= i + off - w && j <= i + off; }
+
+// The query tiles the kernel forms: rows q0 .. q_last, q0 a multiple of br.
+template <class Fn>
+void for_each_query_tile(int seq_q, int br, Fn fn) {
+  for (int q0 = 0; q0 < seq_q; q0 += br) fn(q0, std::min(q0 + br, seq_q) - 1);
+}
+
+}  // namespace
+
+TEST_CASE("window_band_tiles: exactly the key tiles that hold a key some row sees", "[index][quick]") {
+  int checked = 0, failed = 0;
+  std::string first_failure;
+  for (int bc : {1, 3, 4, 8})
+    for (int br : {1, 4, 7})
+      for (int seq_q = 1; seq_q <= 20; ++seq_q)
+        for (int seq_k = 1; seq_k <= 20; ++seq_k)
+          for (int w = 0; w <= seq_k; ++w)  // the launcher clamps w to seq_k
+            for_each_query_tile(seq_q, br, [&](int q0, int q_last) {
+              const int off = seq_k - seq_q, n_tiles = (seq_k + bc - 1) / bc;
+              std::vector<bool> want(size_t(n_tiles), false);  // tile t holds a key some row sees
+              int want_count = 0;
+              for (int t = 0; t < n_tiles; ++t) {
+                for (int j = t * bc; j < std::min((t + 1) * bc, seq_k) && !want[size_t(t)]; ++j)
+                  for (int i = q0; i <= q_last; ++i)
+                    if (sees(i, j, off, w)) {
+                      want[size_t(t)] = true;
+                      break;
+                    }
+                want_count += want[size_t(t)];
+              }
+              const WindowTiles got = window_band_tiles(q0, q_last, off, w, seq_k, bc);
+              bool ok = got.count == want_count;
+              for (int t = 0; ok && t < got.count; ++t) {
+                const int tile = got.first + t;
+                ok = tile >= 0 && tile < n_tiles && want[size_t(tile)];
+              }
+              ++checked;
+              if (!ok && failed++ == 0) {
+                int lo = -1, hi = -1;
+                for (int t = 0; t < n_tiles; ++t)
+                  if (want[size_t(t)]) hi = t, lo = lo < 0 ? t : lo;
+                first_failure = "window_band_tiles(q0=" + std::to_string(q0) + ", q_last=" + std::to_string(q_last) +
+                                ", off=" + std::to_string(off) + ", w=" + std::to_string(w) +
+                                ", seq_k=" + std::to_string(seq_k) + ", bc=" + std::to_string(bc) + ") returned {first " +
+                                std::to_string(got.first) + ", count " + std::to_string(got.count) + "}, expected " +
+                                (want_count == 0 ? std::string("count 0 (no row sees a key)")
+                                                 : "{first " + std::to_string(lo) + ", count " +
+                                                       std::to_string(hi - lo + 1) + "}") +
+                                " (Nq=" + std::to_string(seq_q) + ", Nk=" + std::to_string(seq_k) + ")";
+              }
+            });
+  INFO(failed << " of " << checked << " inputs wrong; first: " << first_failure);
+  CHECK(failed == 0);
+}
+
+TEST_CASE("window_tile_is_full: full exactly when every row sees every key of the tile", "[index][quick]") {
+  int checked = 0, failed = 0;
+  std::string first_failure;
+  for (int bc : {1, 3, 4, 8})
+    for (int br : {1, 4, 7})
+      for (int seq_q = 1; seq_q <= 16; ++seq_q)
+        for (int seq_k = 1; seq_k <= 16; ++seq_k)
+          for (int w = 0; w <= seq_k; ++w)
+            for_each_query_tile(seq_q, br, [&](int q0, int q_last) {
+              const int off = seq_k - seq_q;
+              for (int kv0 = 0; kv0 < seq_k; kv0 += bc) {
+                bool want = true;  // every (row, key) pair of the tile is visible; keys past seq_k count too
+                for (int i = q0; i <= q_last && want; ++i)
+                  for (int j = kv0; j < kv0 + bc && want; ++j) want = sees(i, j, off, w);
+                const bool got = window_tile_is_full(kv0, q0, q_last, off, w, bc);
+                ++checked;
+                if (got != want && failed++ == 0)
+                  first_failure = "window_tile_is_full(kv0=" + std::to_string(kv0) + ", q0=" + std::to_string(q0) +
+                                  ", q_last=" + std::to_string(q_last) + ", off=" + std::to_string(off) +
+                                  ", w=" + std::to_string(w) + ", bc=" + std::to_string(bc) + ") returned " +
+                                  (got ? "true" : "false") + ", expected " + (want ? "true" : "false") +
+                                  (want ? " (every row sees every key: no mask needed)"
+                                        : " (some row misses some key: the mask is needed)");
+              }
+            });
+  INFO(failed << " of " << checked << " inputs wrong; first: " << first_failure);
+  CHECK(failed == 0);
+}
+
+TEST_CASE("ring_window_slots: slots 0 .. n-1 hold exactly the window", "[index][quick]") {
+  int checked = 0, failed = 0;
+  std::string first_failure;
+  for (int cap = 1; cap <= 16; ++cap)
+    for (int len = -2; len <= 5 * cap + 3; ++len) {
+      // Write tokens 0 .. len − 1 into the ring as a model would; -1 = never written.
+      std::vector<int> token_in(size_t(cap), -1);
+      for (int t = 0; t < len; ++t) token_in[size_t(t % cap)] = t;
+      const int w = cap - 1, oldest = std::max(0, len - 1 - w);
+      int want = 0;  // slots 0 .. want − 1 hold window tokens, and no later slot does
+      while (want < cap && token_in[size_t(want)] >= oldest) ++want;
+      bool later = false;
+      for (int s = want; s < cap; ++s) later = later || token_in[size_t(s)] >= oldest;
+      if (later) FAIL("brute force: a window token sits past slot " << want << " (len=" << len << ", cap=" << cap << ")");
+      const int got = ring_window_slots(len, cap);
+      ++checked;
+      if (got != want && failed++ == 0)
+        first_failure = "ring_window_slots(len=" + std::to_string(len) + ", capacity=" + std::to_string(cap) +
+                        ") returned " + std::to_string(got) + ", expected " + std::to_string(want) + " (w=" +
+                        std::to_string(w) + ": tokens " + std::to_string(oldest) + " .. " + std::to_string(len - 1) +
+                        (len > cap ? ", the ring has wrapped)" : ", the ring has not wrapped)");
+    }
+  INFO(failed << " of " << checked << " inputs wrong; first: " << first_failure);
+  CHECK(failed == 0);
+}
 
 TEST_CASE("sliding_window_attention: small shapes", "[day10][sliding_window][quick]") {
   run_grid("window_small", {

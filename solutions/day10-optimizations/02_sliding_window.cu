@@ -20,6 +20,34 @@
 #include "flash_fp32_tiles.cuh"
 #include "smem_limit.h"
 
+// ---------------------------------------------------------------------------------------------
+// Index helpers of the prefill kernel (02_sliding_window.h states what each returns). Defined
+// here, in the kernels' translation unit, so that nvcc inlines them into the kernels; the test
+// links their host copies and checks them on the CPU.
+
+__host__ __device__ WindowTiles window_band_tiles(int q0, int q_last, int off, int w, int seq_k, int bc) {
+  WindowTiles band{0, 0};  // no tile
+  // snippet-begin: band-tiles
+  // The band of the whole tile: the first row's lowest key to the last row's highest key.
+  const int band_lo = max(q0 + off - w, 0);
+  const int band_hi = min(q_last + off, seq_k - 1);
+  band.first = band_lo / bc;  // the tile holding band_lo: usually only partly visible
+  band.count = band_hi < band_lo ? 0 : band_hi / bc - band.first + 1;
+  // snippet-end: band-tiles
+  return band;
+}
+
+__host__ __device__ bool window_tile_is_full(int kv0, int q0, int q_last, int off, int w, int bc) {
+  bool full = false;  // "partial": always safe, never fast
+  // snippet-begin: band-mask
+  // A tile is full when every real row sees every key of it: it ends at or below the first
+  // row's diagonal and starts at or above the last row's window edge. Only the tiles that cut
+  // an edge of the band pay for the per-element test.
+  full = kv0 + bc - 1 <= q0 + off && kv0 >= q_last + off - w;
+  // snippet-end: band-mask
+  return full;
+}
+
 namespace {
 
 using flash_fp32::FlashConfig;
@@ -40,28 +68,12 @@ sliding_window_kernel(const float* __restrict__ q, const float* __restrict__ k, 
   const int q_last = min(q0 + BR, seq_q) - 1;  // last real row of this tile
 
   // Which key tiles to visit: first_tile, first_tile + 1, ..., first_tile + n_tiles - 1.
-  int first_tile = 0;
-  int n_tiles = (seq_k + BC - 1) / BC;
-  // snippet-begin: band-tiles
-  // The band of the whole tile: the first row's lowest key to the last row's highest key.
-  const int band_lo = max(q0 + off - w, 0);
-  const int band_hi = min(q_last + off, seq_k - 1);
-  first_tile = band_lo / BC;  // the tile holding band_lo: usually only partly visible
-  n_tiles = band_hi < band_lo ? 0 : band_hi / BC - first_tile + 1;
-  // snippet-end: band-tiles
+  const WindowTiles band = window_band_tiles(q0, q_last, off, w, seq_k, BC);
+  const int first_tile = band.first, n_tiles = band.count;
 
   // Which tiles need the per-element test, and the test itself. A tail tile (keys past seq_k)
   // always does; attend_tiles hides those keys on its own.
-  auto needs_mask = [=](int kv0) {
-    bool partial = kv0 + BC > seq_k;
-    // snippet-begin: band-mask
-    // A tile is full when every real row sees every key of it: it ends at or below the first
-    // row's diagonal and starts at or above the last row's window edge. Only the tiles that cut
-    // an edge of the band pay for the per-element test.
-    partial = partial || kv0 + BC - 1 > q0 + off || kv0 < q_last + off - w;
-    // snippet-end: band-mask
-    return partial;
-  };
+  auto needs_mask = [=](int kv0) { return kv0 + BC > seq_k || !window_tile_is_full(kv0, q0, q_last, off, w, BC); };
   auto visible = [=](int i, int key) {
     bool seen = true;
     // snippet-begin: band-visible
@@ -74,6 +86,24 @@ sliding_window_kernel(const float* __restrict__ q, const float* __restrict__ k, 
                               q0, seq_q, seq_k, scale, n_tiles, [=](int t) { return (first_tile + t) * BC; },
                               needs_mask, visible);
 }
+
+}  // namespace
+
+// The ring decode kernel's index helper (02_sliding_window.h), defined here for the same reason.
+__host__ __device__ int ring_window_slots(int len, int capacity) {
+  int n_valid = 0;  // no slot
+  // snippet-begin: ring-slots
+  // With capacity = w + 1, tokens max(0, len − capacity) .. len − 1 are in the window, token t in
+  // slot t % capacity: before the ring wraps (len ≤ capacity) they fill slots 0 .. len − 1;
+  // after, every slot holds one of them. Either way the visible keys are exactly the slots
+  // [0, min(len, capacity)), in some order, and the softmax does not care about order. Slots
+  // past n_valid are never loaded.
+  n_valid = max(0, min(len, capacity));
+  // snippet-end: ring-slots
+  return n_valid;
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Ring decode: one block per (group of query heads, KV head, sequence). The G query heads that
@@ -92,14 +122,7 @@ ring_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cach
   const int64_t kv_off = (int64_t(b) * heads_kv + hk) * int64_t(capacity) * D;
   const int len = seq_lens[b];
 
-  int n_valid = 0;  // the ring slots [0, n_valid) hold the tokens this query sees
-  // snippet-begin: ring-slots
-  // Tokens max(0, len − 1 − w) .. len − 1 are in the window, token t in slot t % (w + 1): before
-  // the ring wraps (len ≤ w + 1) they fill slots 0 .. len − 1; after, every slot holds one of
-  // them. Either way the visible keys are exactly slots [0, min(len, w + 1)), in some order,
-  // and the softmax does not care about order. Slots past n_valid are never loaded.
-  n_valid = max(0, min(len, capacity));
-  // snippet-end: ring-slots
+  const int n_valid = ring_window_slots(len, capacity);  // the ring slots [0, n_valid) hold the window
   const int n_tiles = (n_valid + BC - 1) / BC;
 
   // Keys past n_valid are masked (and never copied) by attend_tiles itself, which treats
