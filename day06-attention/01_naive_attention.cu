@@ -42,11 +42,10 @@ __global__ void scores_kernel(const float* __restrict__ q, const float* __restri
                               float* __restrict__ s, Shape sh, int64_t total, float scale, bool causal) {
   const int64_t stride = int64_t(blockDim.x) * gridDim.x;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
-    // TODO(2) (≈ 12 lines): split idx into the key j (fastest), the query i and bh = b·Hq + h (lesson:
-    //          "01 · Layouts and the flat index"). If the causal mask hides key j from query i
-    //          (bottom-right aligned: visible iff j <= i + Nk - Nq; lesson: "Causal alignment"),
-    //          the score is -INFINITY; otherwise scale · dot(Q row, K row), where the K row
-    //          belongs to KV head sh.kv_head(bh). Write it to s[idx].
+    // TODO(2) (≈ 12 lines): the score s[idx]: recover the key j, the query i and the (batch, head)
+    //          pair from the flat index (lesson: "01 · Layouts and the flat index"); -INFINITY if
+    //          the causal mask hides key j from query i (lesson: "Causal alignment"), otherwise the
+    //          scaled dot product of query row i with key row j of the KV head this head reads.
   }
 }
 
@@ -72,10 +71,10 @@ __global__ void softmax_kernel(float* __restrict__ s, int64_t rows, int seq_k) {
   __shared__ float slots[kThreads / 32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float* x = s + row * seq_k;
-    // TODO(3) (≈ 12 lines): the safe softmax of row x[0 .. seq_k) in place (lesson: "01 · Softmax without
-    //          overflow"): the row max (each thread strides over j, then block_reduce<true>),
-    //          the sum of expf(x[j] - max) (block_reduce<false>), then x[j] = expf(x[j] - max) / sum.
-    //          A row whose max is -INFINITY saw no key: write zeros, never NaN.
+    // TODO(3) (≈ 12 lines): replace row x[0 .. seq_k) by its softmax, in place and without overflow,
+    //          with the block's threads sharing the row and block_reduce combining their max and
+    //          their sum; a row that saw no key becomes zeros, never NaN (lesson: "01 · Softmax
+    //          without overflow").
   }
 }
 
@@ -85,8 +84,9 @@ __global__ void pv_kernel(const float* __restrict__ p, const float* __restrict__
                           Shape sh, int64_t total) {
   const int64_t stride = int64_t(blockDim.x) * gridDim.x;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
-    // TODO(4) (≈ 7 lines): split idx into the column d (fastest) and the row (b·Hq + h)·Nq + i, then
-    //          o[idx] = sum over j of P[row][j] · V[kv head][j][d] (lesson: "01 · O = P·V").
+    // TODO(4) (≈ 7 lines): the output o[idx]: recover its column d and its row from the flat index,
+    //          then the sum over all keys of the row's probabilities times column d of V, in the
+    //          KV head this row's query head reads (lesson: "01 · O = P·V").
   }
 }
 
@@ -94,7 +94,7 @@ __global__ void pv_kernel(const float* __restrict__ p, const float* __restrict__
 
 size_t naive_attention_workspace_bytes(const course::AttentionParams& p) {
   if (p.batch <= 0 || p.heads_q <= 0 || p.seq_q <= 0 || p.seq_k <= 0) return 0;
-  return 0;  // TODO(1) (≈ 1 line): one float per score: B · Hq · Nq · Nk (lesson: "01 · The N² buffer")
+  return 0;  // TODO(1) (≈ 1 line): the workspace size in bytes, one float per score (lesson: "01 · The N² buffer")
 }
 
 void naive_attention(const float* q, const float* k, const float* v, float* o, float* workspace,

@@ -87,17 +87,16 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
     // snippet-end: load-tiles
 
     float S_ij[Bc];
-    // TODO(2) (≈ 12 lines): S_ij[c] = scale · (row r of Q_i) · (row c of K_j), or -INFINITY for a
-    //          key past seq_k or hidden by the causal mask; read Q_i and K_j as float4
-    //          (lesson: "02 · Scores and masks").
+    // TODO(2) (≈ 12 lines): this row's scores S_ij against the Bc keys of the tile, scaled, and
+    //          -INFINITY for a key past seq_k or hidden by the causal mask; read Q_i and K_j as
+    //          float4 (lesson: "02 · Scores and masks").
 
     float P_ij[Bc];
-    // TODO(3) (≈ 12 lines): the online softmax step (lesson: "02 · The online softmax"): the new
-    //          max m_new = max(m_i, max_c S_ij[c]); P_ij[c] = exp(S_ij[c] - m_new); α = exp(m_i -
-    //          m_new); l_i = α·l_i + Σ_c P_ij[c]; O_i *= α; m_i = m_new. While m_new is -INFINITY
-    //          (nothing visible yet) subtract 0 instead, or -inf - (-inf) makes NaN.
+    // TODO(3) (≈ 12 lines): the online-softmax step for this tile (lesson: "02 · The online
+    //          softmax"): the new running max, P_ij, and l_i and O_i re-expressed against the new
+    //          max. A row that has seen no visible key yet must not compute -inf - (-inf).
 
-    // TODO(4) (≈ 8 lines): O_i += P_ij · V_j, reading V_j as float4 (lesson: "02 · The online softmax").
+    // TODO(4) (≈ 8 lines): add this tile's P_ij V_j to O_i, reading V_j as float4 (lesson: "02 · The online softmax").
     __syncthreads();  // every thread is done reading K_j and V_j before the next tile overwrites them
   }
 

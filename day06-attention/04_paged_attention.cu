@@ -1,7 +1,8 @@
 // Day 06 · Exercise 04 · paged attention (decode): one query token per sequence over a paged KV cache.
 // Lesson: day06-attention/README.md, section "04 · paged attention". Test: make test EX=04_paged_attention
-// YOUR TASK: fill in the markers TODO(1)..(5). The thread layout, the loads-in-flight loop, the
-//   merge of partial softmax states and the launcher are given.
+// YOUR TASK: fill in the markers TODO(1)..(5). TODO(1) is the page-address helper, which
+//   `build/bin/ex_04_paged_attention "[index]"` checks on the CPU, no GPU needed. The thread
+//   layout, the loads-in-flight loop, the merge of partial softmax states and the launcher are given.
 //
 // Decode is memory bound (about 1 FLOP per byte of K/V for G = 1), so the whole design is about
 // reading every K/V byte exactly once, as fast as HBM allows:
@@ -19,6 +20,17 @@
 #include "04_paged_attention.h"
 #include "check_args.h"
 #include "cuda_check.h"
+
+// The page address of token t (the contract is in 04_paged_attention.h). Defined here, in the
+// kernel's translation unit, so that nvcc inlines it into the kernel; the CPU test ([index])
+// calls the host copy.
+__host__ __device__ int64_t paged_attention_kv_offset(const int32_t* seq_blocks, int t, int hk, int heads_kv,
+                                                      int block_size, int head_dim) {
+  return 0;  // TODO(1) (≈ 3 lines): the element offset of token t, KV head hk: the physical block that
+             //            holds the token (from its sequence's block table), its slot in that block,
+             //            then the token's row in [num_blocks, Hkv, block_size, D] order
+             //            (lesson: "The address computation").
+}
 
 namespace {
 
@@ -78,9 +90,8 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
   for (int g = 0; g < GB; ++g) {
     q_h[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (g0 + g < group) {
-      // TODO(1) (≈ 2 lines): `row` = b·Hq + h for head h = g0 + g of KV head hk's group (query head h reads KV
-      //          head h / G); load float4 `col` of that q row into q_h[g]
-      //          (lesson: "Who serves which head").
+      // TODO(2) (≈ 2 lines): load this lane's float4 (column col) of the query vector of the block's
+      //          served head number g into q_h[g], as it is, unscaled (lesson: "Who serves which head").
     }
     acc[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     m[g] = -INFINITY;
@@ -96,10 +107,9 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
       const int t = t0 + u * kTokensPerStep + slot;
       k_t[u] = v_t[u] = make_float4(0.f, 0.f, 0.f, 0.f);
       if (t < len) {
-        const int physical = 0;  // TODO(2) (≈ 2 lines): the physical block holding token t (lesson: "The address computation")
-        const size_t row = 0;    // TODO(2): row of token t, KV head hk, in [num_blocks, Hkv, block_size] order
-        k_t[u] = k4[row * kLanesPerToken + col];
-        v_t[u] = v4[row * kLanesPerToken + col];
+        const int64_t off = paged_attention_kv_offset(table, t, hk, heads_kv, block_size, D);  // row start, in floats
+        k_t[u] = k4[off / 4 + col];  // float4 number col of the token's row
+        v_t[u] = v4[off / 4 + col];
       }
     }
 #pragma unroll
@@ -108,13 +118,13 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
       float s_max = -INFINITY;
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        // TODO(3) (≈ 5 lines): s[u] = q_h[g]·k_t[u] summed over the kLanesPerToken lanes of the token
-        //          (__shfl_xor_sync, offsets kLanesPerToken/2 .. 1), -inf for tokens t >= len; keep s_max
-        //          (lesson: "04 · TODO walk-through").
+        // TODO(3) (≈ 5 lines): s[u], the raw score of head g against the token this lane loaded in step u,
+        //          complete in every lane of that token; -inf for a token past the context; track the
+        //          largest in s_max (lesson: "04 · One token, D/4 lanes").
       }
-      // TODO(4) (≈ 10 lines): online softmax update of m[g], l[g], acc[g] with the kUnroll scores: m in raw
-      //          score units, weights exp2f((s - m)·scale_log2) (subtract first, then scale),
-      //          never -inf - (-inf) (lesson: "04 · TODO walk-through").
+      // TODO(4) (≈ 10 lines): fold the kUnroll scores and V rows into head g's online-softmax state
+      //          m[g], l[g], acc[g], with the same conventions as merge_state above (lesson: "04 · Raw
+      //          scores, base-2 softmax").
     }
   }
 
@@ -153,8 +163,8 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
     float4 acc_all = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int w = 0; w < kWarps; ++w) merge_state(m_all, l_all, acc_all, part_m[w][g], part_l[w][g], part_acc[w][g][c],
                                                     scale_log2);
-    // TODO(5) (≈ 3 lines): write acc_all / l_all (zeros when l_all == 0: context length 0) to float4 c of
-    //          query head g0 + g's output row (lesson: "04 · TODO walk-through").
+    // TODO(5) (≈ 3 lines): store the merged, normalised output of served head g (float4 c of its row of
+    //          o); a sequence with no token outputs zeros (lesson: "04 · Merging partial states").
   }
 }
 

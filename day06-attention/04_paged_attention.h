@@ -22,6 +22,17 @@
 
 #include "attention_params.h"
 
+// The index helper the kernel uses for every K/V load (tested on the CPU too, tag [index]).
+// seq_blocks is the block-table row of the token's sequence b, block_table + b·max_blocks_per_seq:
+// logical block j of the sequence is physical block seq_blocks[j]. Returns the offset, in
+// elements from the start of k_cache (or v_cache), of element 0 of token t of that sequence in
+// KV head hk: the token sits at slot t % block_size of physical block seq_blocks[t / block_size],
+// in the [num_blocks, Hkv, block_size, D] layout above (D = head_dim), and its D elements follow
+// contiguously. Needs t >= 0 inside the row's blocks and 0 <= hk < heads_kv; reads the one entry
+// seq_blocks[t / block_size] and nothing else.
+__host__ __device__ int64_t paged_attention_kv_offset(const int32_t* seq_blocks, int t, int hk, int heads_kv,
+                                                      int block_size, int head_dim);
+
 void paged_attention(const float* q, const float* k_cache, const float* v_cache,
                      const int32_t* block_table, const int32_t* context_lens, float* o,
                      const course::PagedParams& p, cudaStream_t stream = 0);

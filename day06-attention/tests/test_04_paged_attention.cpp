@@ -7,9 +7,15 @@
 //     sequence uses, and every block_table entry past a sequence's last block point at NaN
 //     (a kernel that reads one element too many returns NaN);
 //   * context lengths 0, 1, bs-1, bs, bs+1, 1000, 4096 and a random one share one batch.
+// The [index] cases test the page-address helper paged_attention_kv_offset() on the CPU alone
+// (no GPU needed: `build/bin/ex_04_paged_attention "[index]"`), against a brute-force gather.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "04_paged_attention.h"
@@ -70,7 +76,103 @@ void check_case(const Case& c, uint64_t seed, bool large_logits = false) {
                       course::Tolerance::fp32());
 }
 
+// ---- [index]: the page address on the CPU -------------------------------------------------
+//
+// The brute force knows nothing of the address formula. It walks the pool in memory order
+// (physical block, then KV head, then slot, then element) to learn where each (block, head, slot)
+// row starts, walks every sequence's block table in order (logical block, then slot) to learn
+// which row holds its token t, and writes the label of (b, t, hk, d) there. The helper must then
+// find each token's D labels at the offset it returns.
+struct IndexCase {
+  int batch, heads_kv, head_dim, block_size, blocks_per_seq, spare_blocks;
+};
+
+std::string describe(const IndexCase& c) {
+  return "batch=" + std::to_string(c.batch) + " heads_kv=" + std::to_string(c.heads_kv) +
+         " head_dim=" + std::to_string(c.head_dim) + " block_size=" + std::to_string(c.block_size) +
+         " max_blocks_per_seq=" + std::to_string(c.blocks_per_seq);
+}
+
+int64_t label(int b, int t, int hk, int d) { return ((int64_t(b) * 100000 + t) * 100 + hk) * 1000 + d; }
+
+// Empty when the helper agrees with the brute force on every token, head and element of every
+// sequence; otherwise the first disagreement, naming its inputs.
+std::string first_gather_mismatch(const IndexCase& c, const std::vector<int32_t>& table) {
+  const int num_blocks = c.batch * c.blocks_per_seq + c.spare_blocks;
+  std::map<std::tuple<int, int, int>, int64_t> row_start;  // (physical, hk, slot) -> first element
+  int64_t pos = 0;
+  for (int phys = 0; phys < num_blocks; ++phys)
+    for (int hk = 0; hk < c.heads_kv; ++hk)
+      for (int slot = 0; slot < c.block_size; ++slot) {
+        row_start[{phys, hk, slot}] = pos;
+        pos += c.head_dim;
+      }
+  std::vector<int64_t> cache(size_t(pos), -1);  // -1: no token of any sequence lives here
+  for (int b = 0; b < c.batch; ++b) {
+    int t = 0;
+    for (int j = 0; j < c.blocks_per_seq; ++j)
+      for (int slot = 0; slot < c.block_size; ++slot, ++t)
+        for (int hk = 0; hk < c.heads_kv; ++hk)
+          for (int d = 0; d < c.head_dim; ++d)
+            cache[size_t(row_start[{table[size_t(b) * c.blocks_per_seq + j], hk, slot}] + d)] = label(b, t, hk, d);
+  }
+  for (int b = 0; b < c.batch; ++b) {
+    const int32_t* seq_blocks = table.data() + size_t(b) * c.blocks_per_seq;
+    for (int t = 0; t < c.blocks_per_seq * c.block_size; ++t)
+      for (int hk = 0; hk < c.heads_kv; ++hk) {
+        const int64_t off = paged_attention_kv_offset(seq_blocks, t, hk, c.heads_kv, c.block_size, c.head_dim);
+        std::ostringstream where;
+        where << describe(c) << ", block table row of sequence " << b << " = {";
+        for (int j = 0; j < c.blocks_per_seq; ++j) where << (j ? "," : "") << seq_blocks[j];
+        where << "}: paged_attention_kv_offset(t=" << t << ", hk=" << hk << ") returned " << off;
+        const int j = t / c.block_size, slot = t % c.block_size;  // where the brute force put it
+        const int64_t want = row_start[{seq_blocks[j], hk, slot}];
+        where << ", expected " << want << " (physical block " << seq_blocks[j] << ", slot " << slot << ")";
+        if (off < 0 || off + c.head_dim > int64_t(cache.size()))
+          return where.str() + "; that is outside the cache of " + std::to_string(cache.size()) + " elements";
+        for (int d = 0; d < c.head_dim; ++d)
+          if (cache[size_t(off + d)] != label(b, t, hk, d))
+            return where.str() + "; element d=" + std::to_string(d) + " there is not token " +
+                   std::to_string(t) + "'s";
+      }
+  }
+  return "";
+}
+
 }  // namespace
+
+TEST_CASE("paged_attention_kv_offset: the lesson's worked example (block_size 4, token 9)",
+          "[day06][paged_attention][index][quick]") {
+  // README, "The address computation": block table {7, 2, 5}, block_size 4, Hkv = 2, D = 8.
+  // Token 9 is in logical block 2 -> physical block 5, slot 1; head 1's rows of block 5 start
+  // at 5·64 + 1·32 = 352, so slot 1 starts at 360.
+  const std::vector<int32_t> table{7, 2, 5};
+  struct Want {
+    int t, hk;
+    int64_t offset;
+  };
+  for (const Want& w : {Want{9, 1, 360}, Want{9, 0, 328}, Want{0, 0, 448}, Want{5, 1, 168}, Want{11, 1, 376}}) {
+    INFO("block table {7, 2, 5}, block_size 4, heads_kv 2, head_dim 8: token t=" << w.t << ", hk=" << w.hk);
+    CHECK(paged_attention_kv_offset(table.data(), w.t, w.hk, 2, 4, 8) == w.offset);
+  }
+}
+
+TEST_CASE("paged_attention_kv_offset: a brute-force gather over small random block tables",
+          "[day06][paged_attention][index]") {
+  int64_t index = 0;
+  for (int block_size : {1, 2, 3, 4, 5, 7, 16})
+    for (int heads_kv : {1, 2, 3})
+      for (int head_dim : {1, 4, 8})
+        for (int blocks_per_seq : {1, 3}) {
+          const IndexCase c{3, heads_kv, head_dim, block_size, blocks_per_seq, 2};
+          const std::vector<int32_t> table = course::permuted_block_table(
+              c.batch, c.blocks_per_seq, c.batch * c.blocks_per_seq + c.spare_blocks,
+              course::case_seed("paged_index", index++));
+          const std::string mismatch = first_gather_mismatch(c, table);
+          INFO(mismatch);
+          CHECK(mismatch.empty());
+        }
+}
 
 TEST_CASE("paged_attention: small GQA batch around one block", "[day06][paged_attention][quick]") {
   check_case({4, 2, 64, 16, {1, 15, 16, 17, 0, 40}}, course::case_seed("paged_quick", 0));

@@ -42,6 +42,7 @@ __global__ void scores_kernel(const float* __restrict__ q, const float* __restri
                               float* __restrict__ s, Shape sh, int64_t total, float scale, bool causal) {
   const int64_t stride = int64_t(blockDim.x) * gridDim.x;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
+    // snippet-begin: scores
     const int j = int(idx % sh.seq_k);
     const int64_t row = idx / sh.seq_k;              // (b·Hq + h)·Nq + i
     const int i = int(row % sh.seq_q);
@@ -55,6 +56,7 @@ __global__ void scores_kernel(const float* __restrict__ q, const float* __restri
       x = scale * dot;
     }
     s[idx] = x;
+    // snippet-end: scores
   }
 }
 
@@ -80,6 +82,7 @@ __global__ void softmax_kernel(float* __restrict__ s, int64_t rows, int seq_k) {
   __shared__ float slots[kThreads / 32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     float* x = s + row * seq_k;
+    // snippet-begin: softmax
     float mx = -INFINITY;
     for (int j = threadIdx.x; j < seq_k; j += blockDim.x) mx = fmaxf(mx, x[j]);
     mx = block_reduce<true>(mx, slots);
@@ -92,6 +95,7 @@ __global__ void softmax_kernel(float* __restrict__ s, int64_t rows, int seq_k) {
     sum = block_reduce<false>(sum, slots);
     const float inv = 1.f / sum;
     for (int j = threadIdx.x; j < seq_k; j += blockDim.x) x[j] = expf(x[j] - mx) * inv;
+    // snippet-end: softmax
   }
 }
 

@@ -112,8 +112,8 @@ gqa_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
 
   int i = 0;             // query position of packed row r0 + r
   int64_t qo_row = -1;   // its row of q and o, (b·Hq + h)·Nq + i; stays -1 past the last packed row
-  // TODO(1) (≈ 5 lines): unpack row r0 + r if it is < rows: its position i and query head
-  //          h = hk·G + g, then qo_row (lesson: "03 · Packing the group").
+  // TODO(1) (≈ 5 lines): if packed row r0 + r exists (< rows), find its query position i and its
+  //          row qo_row of q and o, the row of its own query head (lesson: "03 · Packing the group").
   // snippet-begin: unpack
   if (r0 + r < rows) {
     i = (r0 + r) / group;

@@ -18,6 +18,18 @@
 #include "check_args.h"
 #include "cuda_check.h"
 
+// The page address of token t (the contract is in 04_paged_attention.h). Defined here, in the
+// kernel's translation unit, so that nvcc inlines it into the kernel; the CPU test ([index])
+// calls the host copy.
+__host__ __device__ int64_t paged_attention_kv_offset(const int32_t* seq_blocks, int t, int hk, int heads_kv,
+                                                      int block_size, int head_dim) {
+  // snippet-begin: kv-offset
+  const int physical = seq_blocks[t / block_size];  // the page that holds token t
+  const int slot = t % block_size;                  // t's place in that page
+  return ((int64_t(physical) * heads_kv + hk) * block_size + slot) * head_dim;
+  // snippet-end: kv-offset
+}
+
 namespace {
 
 constexpr int kWarps = 4;             // 128 threads: small blocks, several resident per SM
@@ -76,8 +88,10 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
   for (int g = 0; g < GB; ++g) {
     q_h[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (g0 + g < group) {
+      // snippet-begin: q-row
       const size_t row = size_t(b) * heads_q + hk * group + g0 + g;  // query head h reads KV head h / G
       q_h[g] = reinterpret_cast<const float4*>(q)[row * kLanesPerToken + col];
+      // snippet-end: q-row
     }
     acc[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     m[g] = -INFINITY;
@@ -93,10 +107,9 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
       const int t = t0 + u * kTokensPerStep + slot;
       k_t[u] = v_t[u] = make_float4(0.f, 0.f, 0.f, 0.f);
       if (t < len) {
-        const int physical = table[t / block_size];
-        const size_t row = (size_t(physical) * heads_kv + hk) * block_size + t % block_size;
-        k_t[u] = k4[row * kLanesPerToken + col];
-        v_t[u] = v4[row * kLanesPerToken + col];
+        const int64_t off = paged_attention_kv_offset(table, t, hk, heads_kv, block_size, D);  // row start, in floats
+        k_t[u] = k4[off / 4 + col];  // float4 number col of the token's row
+        v_t[u] = v4[off / 4 + col];
       }
     }
 #pragma unroll
@@ -105,12 +118,15 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
       float s_max = -INFINITY;
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
+        // snippet-begin: score
         float dot = q_h[g].x * k_t[u].x + q_h[g].y * k_t[u].y + q_h[g].z * k_t[u].z + q_h[g].w * k_t[u].w;
 #pragma unroll
         for (int off = kLanesPerToken / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
         s[u] = t0 + u * kTokensPerStep + slot < len ? dot : -INFINITY;
         s_max = fmaxf(s_max, s[u]);
+        // snippet-end: score
       }
+      // snippet-begin: fold
       const float m_new = fmaxf(m[g], s_max);
       const float m_use = m_new == -INFINITY ? 0.f : m_new;
       const float alpha = exp2f((m[g] - m_use) * scale_log2);
@@ -123,6 +139,7 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
         acc[g] = fma4(p, v_t[u], acc[g]);
       }
       m[g] = m_new;
+      // snippet-end: fold
     }
   }
 
@@ -161,9 +178,11 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
     float4 acc_all = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int w = 0; w < kWarps; ++w) merge_state(m_all, l_all, acc_all, part_m[w][g], part_l[w][g], part_acc[w][g][c],
                                                     scale_log2);
+    // snippet-begin: store
     const float inv_l = l_all > 0.f ? 1.f / l_all : 0.f;  // context length 0: zeros, not 0/0
     const size_t row = size_t(b) * heads_q + hk * group + g0 + g;
     reinterpret_cast<float4*>(o)[row * kLanesPerToken + c] = scale4(acc_all, inv_l);
+    // snippet-end: store
   }
 }
 
