@@ -24,6 +24,27 @@
 #include "cuda_check.h"
 #include "smem_limit.h"
 
+// ---- index helpers (05_fp16_mma.h): the m16n8k16 fragment layouts, host and device -----------
+// Defined here, in the kernel's translation unit, so that nvcc inlines them into the kernel:
+// with the constant n, e, kk of the unrolled loops they fold into the same instructions as the
+// arithmetic written in place. `make test EX=05_fp16_mma` checks them even without a GPU.
+__host__ __device__ int mma_acc_row(int lane, int e, int warp_row0) {
+  // TODO(1) (≈ 2 lines): the query row, and in mma_acc_key below the key, that element e of an
+  //   accumulator fragment held by `lane` stands for, as the header states them (lesson: "The
+  //   accumulator fragment, lane by lane").
+  return warp_row0;  // TODO(1): replace (wrong for most lanes and elements, but harmless)
+}
+
+__host__ __device__ int mma_acc_key(int lane, int n, int e, int k0) {
+  return k0;  // TODO(1): replace (wrong for most lanes and elements, but harmless)
+}
+
+__host__ __device__ MmaAccPair mma_p_a_source(int kk, int j) {
+  // TODO(2) (≈ 2 lines): which two of the lane's accumulator elements become register j of P_ij's
+  //   A fragment at k-step kk (lesson: "P stays in registers").
+  return {0, 0};  // TODO(2): replace (always s[0][0] and s[0][1]: wrong, but inside s)
+}
+
 namespace {
 
 constexpr int kBr = 64;       // query rows per block
@@ -218,23 +239,22 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float x = s[n][e] * scale;
-        // TODO(1) (≈ 5 lines): the mask in fragment coordinates (lesson: "The causal mask in fragment coordinates").
-        //   When needs_mask: element e of accumulator fragment n is (row, key) with
-        //   key = k0 + 8n + 2·t4 + (e & 1) and row = row0, or row0 + 8 for e = 2, 3. Set x = -INFINITY
-        //   when key >= Nk or, causal, key > row + off.
+        // TODO(3) (≈ 4 lines): when needs_mask, hide this element (x = -INFINITY) if its key is
+        //   past the end of K or, under the causal mask, past its query row's diagonal; its row and
+        //   key come from the helpers of TODO(1) (lesson: "The causal mask in fragment coordinates").
         s[n][e] = x;
       }
     }
 
     // Online softmax on the fragments (exp2 with the scale applied first, see 01's "exact exp2").
-    float alpha[2] = {1.f, 1.f};  // the factors by which O_i and ℓ_i shrink this tile (TODO 2)
+    float alpha[2] = {1.f, 1.f};  // the factors by which O_i and ℓ_i shrink this tile (TODO 4)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      // TODO(2) (≈ 22 lines): the online-softmax step of row r = 0 (row0) or 1 (row0 + 8) (lesson: "Row statistics in four lanes").
-      //   Max of m_row[r] and the thread's 16 values s[n][2r], s[n][2r+1]; then the quad's max with
-      //   __shfl_xor_sync(.., 1) and (.., 2). m_log2 = 0 if that max is -inf, else __fmul_rn(max, kLog2e);
-      //   alpha[r] = exp2f(__fmul_rn(m_row[r], kLog2e) - m_log2); m_row[r] = max; every s[n][2r], s[n][2r+1]
-      //   becomes exp2f(fmaf(s, kLog2e, -m_log2)); every acc[n][2r], acc[n][2r+1] is multiplied by alpha[r].
+      // TODO(4) (≈ 22 lines): the online-softmax step of row r (r = 0: row0, r = 1: row0 + 8) on
+      //   this lane's values of that row (lesson: "Row statistics in four lanes"): the row's new
+      //   maximum over the whole quad, alpha[r] (how far the old maximum's weights shrink), the
+      //   probabilities in place of the scores in s, the row's O fragments rescaled by alpha[r],
+      //   m_row[r] updated. A row that has seen no key yet must come out 0, never NaN.
     }
 
     // ℓ_i shrinks by the same α as O_i before this tile's sums are added.
@@ -247,10 +267,10 @@ __global__ void __launch_bounds__(kThreads)
     // 2kk+1, whose layouts are exactly the A layout's left and right 8 columns.
 #pragma unroll
     for (int kk = 0; kk < kBc / 16; ++kk) {
-      uint32_t pa[4] = {};  // P_ij's A fragment for keys 16kk..16kk+15 (TODO 3)
-      // TODO(3) (≈ 4 lines): accumulator fragments 2kk and 2kk+1 -> A fragment pa (lesson: "P stays in registers").
-      //   pa[0] rows g, pa[1] rows g+8 of fragment 2kk; pa[2], pa[3] the same of fragment 2kk+1;
-      //   each register = pack2<T>(the two neighbouring columns).
+      uint32_t pa[4] = {};  // P_ij's A fragment for keys 16kk..16kk+15 (TODO 5)
+      // TODO(5) (≈ 5 lines): fill pa, register by register, with the probabilities of this lane's
+      //   accumulator elements that the helper of TODO(2) names, rounded to T (lesson: "P stays in
+      //   registers").
       // ℓ_i += rowsum(P_ij): one mma against ones replaces 16 unpacks and adds per lane.
       mma_16816<T>(l_acc, pa, ones, ones);
       // O_i += P_ij V_j: B = V_j (keys × D) is row-major, ldmatrix.trans hands out its columns.

@@ -27,6 +27,34 @@
 
 #include "attention_params.h"
 
+// ---------------------------------------------------------------------------------------------
+// Index helpers: the m16n8k16 fragment layouts as pure index arithmetic, callable on the host and
+// the device. The kernel calls them; the test checks them on the CPU, without a GPU, against the
+// PTX ISA's fragment tables for every lane and element (its "[index]" cases). A warp's lane is
+// lane = 4·g + t4: g = lane / 4 (the group, 0..7), t4 = lane % 4 (the thread in the group, 0..3).
+//
+// Accumulator fragment n (n >= 0) of a warp is the 16 × 8 block of S_ij of the warp's 16 query
+// rows warp_row0 .. warp_row0 + 15 and the 8 keys k0 + 8n .. k0 + 8n + 7, held as the m16n8k16
+// C/D operand: four fp32 elements e = 0..3 per lane.
+
+// The query row of element e (0..3) of an accumulator fragment, as held by `lane` (0..31).
+__host__ __device__ int mma_acc_row(int lane, int e, int warp_row0);
+
+// The key of element e (0..3) of accumulator fragment n, as held by `lane` (0..31).
+__host__ __device__ int mma_acc_key(int lane, int n, int e, int k0);
+
+// Two accumulator elements of one lane: s[n][e] and s[n][e + 1].
+struct MmaAccPair {
+  int n;  // the accumulator fragment
+  int e;  // 0 or 2: element e goes into the low 16 bits, element e + 1 into the high 16 bits
+};
+
+// At k-step kk (kk >= 0) the P·V product takes P_ij's keys 16kk .. 16kk + 15 as an m16n8k16 A
+// operand: four 32-bit registers j = 0..3 per lane, two 16-bit values each. Returns the pair of
+// the lane's own accumulator elements that register j packs (same for every lane): their
+// (row, key) are exactly the two (row, key) the A layout assigns to that lane's register j.
+__host__ __device__ MmaAccPair mma_p_a_source(int kk, int j);
+
 void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o,
                          const course::AttentionParams& p, cudaStream_t stream = 0);
 void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,

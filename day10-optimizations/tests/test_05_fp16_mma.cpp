@@ -11,7 +11,15 @@
 //     truncating a value just below a bf16 number loses a whole spacing (1/16 in [8, 16))
 //     (see "bf16 output is rounded to nearest");
 //   * the shallower pipeline of smaller GPUs, chosen here through COURSE_SMEM_LIMIT.
+//
+// The [index] cases check the index helpers mma_acc_row, mma_acc_key and mma_p_a_source on the
+// CPU alone (no CUDA call) against the fragment tables of the PTX ISA ("Matrix Fragments for
+// mma.m16n8k16 with floating point type"), written out below independently of the kernel:
+// `build/bin/sol_05_fp16_mma "[index]"` runs them without a GPU.
 #include <cstdlib>
+#include <set>
+#include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -128,7 +136,107 @@ class SmemLimitOverride {
   bool had_ = false;
 };
 
+// ---- the PTX ISA's m16n8k16 fragment layouts (.f16/.bf16 A, .f32 C/D), as the ISA states them:
+// groupID = laneid >> 2, threadID_in_group = laneid % 4.
+struct PtxPos {
+  int row, col;
+};
+// C/D (16 × 8, four .f32 c0..c3 per lane): row = groupID for c0, c1 and groupID + 8 for c2, c3;
+// col = threadID_in_group * 2 + (i & 0x1).
+PtxPos ptx_c_position(int laneid, int i) {
+  const int group_id = laneid >> 2, thread_id_in_group = laneid % 4;
+  return {i < 2 ? group_id : group_id + 8, thread_id_in_group * 2 + (i & 0x1)};
+}
+// A (16 × 16, four .f16x2 registers, eight 16-bit a0..a7 per lane, register j holding a2j in
+// its low and a2j+1 in its high half): row = groupID for a0, a1, a4, a5 and groupID + 8 for
+// a2, a3, a6, a7; col = threadID_in_group * 2 + (i & 0x1) for a0..a3, the same + 8 for a4..a7.
+PtxPos ptx_a_position(int laneid, int i) {
+  const int group_id = laneid >> 2, thread_id_in_group = laneid % 4;
+  const bool lower = i == 2 || i == 3 || i == 6 || i == 7;
+  return {lower ? group_id + 8 : group_id, thread_id_in_group * 2 + (i & 0x1) + (i < 4 ? 0 : 8)};
+}
+
+// Counts a failed index check and reports the first few.
+struct IndexFailures {
+  long checks = 0, failed = 0;
+  void check(bool ok, const std::string& what) {
+    ++checks;
+    if (!ok && ++failed <= 8) FAIL_CHECK(what);
+  }
+  void summary(const char* name) {
+    INFO(failed << " of " << checks << " checks of " << name << " failed");
+    CHECK(failed == 0);
+  }
+};
+
 }  // namespace
+
+TEST_CASE("mma_acc_row, mma_acc_key: every lane and element lands where the PTX accumulator layout puts it",
+          "[index][quick]") {
+  IndexFailures f;
+  for (int warp_row0 : {0, 16, 48, 80, 4080}) {
+    for (int k0 : {0, 64, 1024}) {
+      for (int n = 0; n < 16; ++n) {
+        std::set<std::pair<int, int>> seen;  // (row, key) of fragment n over all lanes and elements
+        for (int lane = 0; lane < 32; ++lane) {
+          for (int e = 0; e < 4; ++e) {
+            const PtxPos c = ptx_c_position(lane, e);
+            const int want_row = warp_row0 + c.row, want_key = k0 + 8 * n + c.col;
+            const int row = mma_acc_row(lane, e, warp_row0), key = mma_acc_key(lane, n, e, k0);
+            std::ostringstream at;
+            at << "lane " << lane << " (g = " << lane / 4 << ", t4 = " << lane % 4 << "), element " << e
+               << ", fragment n = " << n << ", warp_row0 = " << warp_row0 << ", k0 = " << k0 << ": ";
+            f.check(row == want_row, at.str() + "mma_acc_row gave " + std::to_string(row) + ", expected " +
+                                         std::to_string(want_row) + " (the PTX C layout puts c" + std::to_string(e) +
+                                         " in tile row " + std::to_string(c.row) + ")");
+            f.check(key == want_key, at.str() + "mma_acc_key gave " + std::to_string(key) + ", expected " +
+                                         std::to_string(want_key) + " (the PTX C layout puts c" + std::to_string(e) +
+                                         " in tile column " + std::to_string(c.col) + " of fragment n's 8 keys)");
+            seen.insert({row, key});
+          }
+        }
+        std::ostringstream at;
+        at << "fragment n = " << n << ", warp_row0 = " << warp_row0 << ", k0 = " << k0 << ": the 32 lanes × 4 "
+           << "elements cover " << seen.size() << " distinct (row, key) positions, expected all 16 × 8 = 128";
+        f.check(seen.size() == 128, at.str());
+      }
+    }
+  }
+  f.summary("mma_acc_row / mma_acc_key");
+}
+
+TEST_CASE("mma_p_a_source: every A register of P holds what the PTX A layout expects, from the lane's own accumulators",
+          "[index][quick]") {
+  IndexFailures f;
+  for (int kk = 0; kk < 8; ++kk) {
+    for (int j = 0; j < 4; ++j) {
+      const MmaAccPair src = mma_p_a_source(kk, j);
+      std::ostringstream at;
+      at << "k-step kk = " << kk << ", A register j = " << j << ": mma_p_a_source gave {n = " << src.n
+         << ", e = " << src.e << "}";
+      const bool in_range = (src.e == 0 || src.e == 2) && (src.n == 2 * kk || src.n == 2 * kk + 1);
+      f.check(in_range, at.str() + ", expected n = 2kk or 2kk + 1 (the fragments of keys 16kk .. 16kk + 15) "
+                                   "and e = 0 or 2 (the pair e, e + 1 is one row's two neighbouring keys)");
+      if (!in_range) continue;
+      for (int lane = 0; lane < 32; ++lane) {
+        for (int half = 0; half < 2; ++half) {
+          // What the A layout wants in this half of register j, in P_ij's (tile row, key) ...
+          const PtxPos a = ptx_a_position(lane, 2 * j + half);
+          const int want_key = 16 * kk + a.col;
+          // ... and what accumulator element src.e + half of fragment src.n holds (C layout).
+          const PtxPos c = ptx_c_position(lane, src.e + half);
+          const int got_key = 8 * src.n + c.col;
+          std::ostringstream where;
+          where << at.str() << ", lane " << lane << ", " << (half ? "high" : "low") << " half (PTX element a" << 2 * j + half
+                << "): the A layout wants (row " << a.row << ", key " << want_key << "), s[" << src.n << "]["
+                << src.e + half << "] holds (row " << c.row << ", key " << got_key << ")";
+          f.check(c.row == a.row && got_key == want_key, where.str());
+        }
+      }
+    }
+  }
+  f.summary("mma_p_a_source");
+}
 
 TEST_CASE("flash_attention_mma: small shapes", "[day10][fp16_mma][quick]") {
   run_grid("mma_small", {

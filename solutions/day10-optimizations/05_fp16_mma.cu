@@ -24,6 +24,27 @@
 #include "cuda_check.h"
 #include "smem_limit.h"
 
+// ---- index helpers (05_fp16_mma.h): the m16n8k16 fragment layouts, host and device -----------
+// Defined here, in the kernel's translation unit, so that nvcc inlines them into the kernel:
+// with the constant n, e, kk of the unrolled loops they fold into the same instructions as the
+// arithmetic written in place. `make test EX=05_fp16_mma` checks them even without a GPU.
+// snippet-begin: acc-coords
+__host__ __device__ int mma_acc_row(int lane, int e, int warp_row0) {
+  return warp_row0 + lane / 4 + 8 * (e / 2);  // group g = lane / 4; elements 2, 3 sit 8 rows lower
+}
+
+__host__ __device__ int mma_acc_key(int lane, int n, int e, int k0) {
+  return k0 + 8 * n + 2 * (lane % 4) + e % 2;  // fragment n's 8 keys; columns 2·t4 and 2·t4 + 1
+}
+// snippet-end: acc-coords
+
+// snippet-begin: p-source
+__host__ __device__ MmaAccPair mma_p_a_source(int kk, int j) {
+  return {2 * kk + j / 2,  // registers 0, 1: keys 16kk..16kk+7 (fragment 2kk); 2, 3: the next 8
+          2 * (j % 2)};    // registers 0, 2: row g (elements 0, 1); 1, 3: row g + 8 (elements 2, 3)
+}
+// snippet-end: p-source
+
 namespace {
 
 constexpr int kBr = 64;       // query rows per block
@@ -218,19 +239,21 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float x = s[n][e] * scale;
+        // snippet-begin: mask
         if (needs_mask) {
-          const int key = k0 + n * 8 + 2 * t4 + (e & 1);  // fragment column -> key index
-          const int row = row0 + (e >> 1) * 8;            // elements 2,3 sit 8 rows lower
+          const int row = mma_acc_row(lane, e, q0 + warp * 16), key = mma_acc_key(lane, n, e, k0);
           if (key >= Nk || (p.causal && key > row + off)) x = -INFINITY;
         }
+        // snippet-end: mask
         s[n][e] = x;
       }
     }
 
     // Online softmax on the fragments (exp2 with the scale applied first, see 01's "exact exp2").
-    float alpha[2] = {1.f, 1.f};  // the factors by which O_i and ℓ_i shrink this tile (TODO 2)
+    float alpha[2] = {1.f, 1.f};  // the factors by which O_i and ℓ_i shrink this tile (TODO 4)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
+      // snippet-begin: softmax-row
       float mx = m_row[r];
 #pragma unroll
       for (int n = 0; n < kBc / 8; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
@@ -251,6 +274,7 @@ __global__ void __launch_bounds__(kThreads)
         acc[n][2 * r] *= alpha[r];
         acc[n][2 * r + 1] *= alpha[r];
       }
+      // snippet-end: softmax-row
     }
 
     // ℓ_i shrinks by the same α as O_i before this tile's sums are added.
@@ -263,11 +287,14 @@ __global__ void __launch_bounds__(kThreads)
     // 2kk+1, whose layouts are exactly the A layout's left and right 8 columns.
 #pragma unroll
     for (int kk = 0; kk < kBc / 16; ++kk) {
-      uint32_t pa[4] = {};  // P_ij's A fragment for keys 16kk..16kk+15 (TODO 3)
-      pa[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);          // row g,   keys 16kk + 2t4, +1
-      pa[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);          // row g+8, same keys
-      pa[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);  // row g,   keys 16kk + 8 + 2t4, +1
-      pa[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);  // row g+8, same keys
+      uint32_t pa[4] = {};  // P_ij's A fragment for keys 16kk..16kk+15 (TODO 5)
+      // snippet-begin: repack
+#pragma unroll
+      for (int reg = 0; reg < 4; ++reg) {
+        const MmaAccPair src = mma_p_a_source(kk, reg);  // s[src.n][src.e] low, s[src.n][src.e + 1] high
+        pa[reg] = pack2<T>(s[src.n][src.e], s[src.n][src.e + 1]);
+      }
+      // snippet-end: repack
       // ℓ_i += rowsum(P_ij): one mma against ones replaces 16 unpacks and adds per lane.
       mma_16816<T>(l_acc, pa, ones, ones);
       // O_i += P_ij V_j: B = V_j (keys × D) is row-major, ldmatrix.trans hands out its columns.
