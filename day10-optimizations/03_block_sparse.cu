@@ -17,6 +17,36 @@
 #include "flash_fp32_tiles.cuh"
 #include "smem_limit.h"
 
+// ---- The BSR row walk (declared, with their contracts, in 03_block_sparse.h). Defined here, in
+// the kernel's translation unit, so that nvcc inlines them into the kernel: no call, no stack
+// frame, the registers of the same lines written inside it. The [index] tests call their host
+// copies.
+
+// Where the list of key blocks of the query tile starting at row q0 lies in col_idx.
+__host__ __device__ BsrRowRange bsr_row_range(const int32_t* row_ptr, int q0) {
+  BsrRowRange row{0, 0};  // empty: the row sees no key
+  // TODO(1) (≈ 3 lines): find the query block the tile lies in, then where that block's list of
+  //          key blocks starts in col_idx and how many blocks it holds (lesson: "Walking a BSR row").
+  return row;
+}
+
+// The first key of the t-th key tile the query tile visits: the listed blocks in col_idx order,
+// each walked as 64 / tile_keys consecutive tiles.
+__host__ __device__ int bsr_tile_key0(const int32_t* col_idx, BsrRowRange row, int t, int tile_keys) {
+  int kv0 = 0;
+  // TODO(2) (≈ 2 lines): the first key of tile t: which listed block it falls in, and which of
+  //          that block's tiles it is (lesson: "Walking a BSR row").
+  return kv0;
+}
+
+// Full or partial: whether some row of the query tile cannot see some key of the key tile.
+__host__ __device__ bool bsr_tile_needs_mask(int q0, int kv0, int tile_keys, int seq_k, int off, bool causal) {
+  bool partial = kv0 + tile_keys > seq_k;  // keys past seq_k: the short last key block
+  // TODO(3) (≈ 1 line): under the causal mask, also partial when some row of the query tile
+  //          cannot see some key of this tile (lesson: "Full and partial blocks").
+  return partial;
+}
+
 namespace {
 
 using flash_fp32::FlashConfig;
@@ -42,30 +72,15 @@ block_sparse_kernel(const float* __restrict__ q, const float* __restrict__ k, co
   const int64_t bh_kv = bh / group;  // GQA: query head h reads KV head h / G
   const int off = seq_k - seq_q;     // bottom-right alignment of the causal mask
 
-  // The listed key blocks of this query tile's block row: entries first .. first + n_blocks − 1.
-  int first = 0, n_blocks = 0;
-  // TODO(1) (≈ 3 lines): the query block r this tile lies in, and its list in the layout:
-  //          first = row_ptr[r], n_blocks = how many key blocks it lists (lesson: "Walking a BSR row").
-
-  // The t-th key tile: sub-tile t % kSub of listed block t / kSub.
-  auto tile_key0 = [=](int t) {
-    int kv0 = 0;
-    // TODO(2) (≈ 1 line): the first key of tile t: block col_idx[first + t / kSub], sub-tile
-    //          t % kSub of it (lesson: "Walking a BSR row").
-    return kv0;
-  };
-  // Full or partial: a tile holding keys past seq_k always needs the test (attend_tiles hides
-  // those keys); under the causal mask, so does a tile reaching above the first row's diagonal.
-  auto needs_mask = [=](int kv0) {
-    bool partial = kv0 + BC > seq_k;
-    // TODO(3) (≈ 1 line): under the causal mask a tile reaching above the first row's diagonal
-    //          (q0 + off) is partial too (lesson: "Full and partial blocks").
-    return partial;
-  };
+  // The helpers above: this query tile's list of key blocks, the first key of its t-th key tile
+  // (each listed block is kSub tiles of BC keys), and whether a tile needs the per-element mask.
+  const BsrRowRange row = bsr_row_range(row_ptr, q0);
+  auto tile_key0 = [=](int t) { return bsr_tile_key0(col_idx, row, t, BC); };
+  auto needs_mask = [=](int kv0) { return bsr_tile_needs_mask(q0, kv0, BC, seq_k, off, causal); };
   auto visible = [=](int i, int key) { return !causal || key <= i + off; };
 
   flash_fp32::attend_tiles<C>(q + bh * seq_q * D, k + bh_kv * seq_k * D, v + bh_kv * seq_k * D, o + bh * seq_q * D,
-                              q0, seq_q, seq_k, scale, n_blocks * kSub, tile_key0, needs_mask, visible);
+                              q0, seq_q, seq_k, scale, row.count * kSub, tile_key0, needs_mask, visible);
 }
 
 template <class C>

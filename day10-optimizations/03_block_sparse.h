@@ -35,3 +35,30 @@ constexpr int kBlockSparseBlock = 64;
 void block_sparse_attention(const float* q, const float* k, const float* v, float* o,
                             const course::AttentionParams& p, const course::ref::BlockSparseLayout& layout,
                             const int32_t* row_ptr, const int32_t* col_idx, cudaStream_t stream = 0);
+
+// ---- The BSR row walk: the kernel's index helpers, for host and device. The kernel calls them;
+// the tests tagged [index] check their host copies on the CPU (no GPU needed) against brute
+// force over small random layouts. Writing their bodies in 03_block_sparse.cu is the exercise.
+
+// Where a query tile's key blocks are listed: the tile whose first row is q0 (0 <= q0 < Nq, a
+// tile lies inside one 64-row query block) attends to the key blocks
+// col_idx[first], col_idx[first + 1], ..., col_idx[first + count − 1] of the layout whose
+// row_ptr is given. count >= 0; count == 0 means the rows see no key (they output zeros).
+struct BsrRowRange {
+  int first;  // index into col_idx of the first listed key block
+  int count;  // how many key blocks are listed
+};
+__host__ __device__ BsrRowRange bsr_row_range(const int32_t* row_ptr, int q0);
+
+// The first key of the t-th key tile a query tile visits, 0 <= t < row.count · kSub, where the
+// kernel's tiles hold tile_keys keys (tile_keys divides 64, kSub = 64 / tile_keys): the listed
+// blocks in the order col_idx lists them, each as kSub consecutive tiles from its first key.
+// row: what bsr_row_range returned for the query tile.
+__host__ __device__ int bsr_tile_key0(const int32_t* col_idx, BsrRowRange row, int t, int tile_keys);
+
+// Whether the key tile [kv0, kv0 + tile_keys) needs the per-element mask for the query tile
+// whose rows start at q0 (q0 < seq_q), with off = seq_k − seq_q: true iff some row i >= q0 of
+// the tile cannot see some key j of the tile, because j >= seq_k or (causal) j > i + off.
+// False ("full") lets the tile run unmasked, exactly like a tile of dense attention. The answer
+// does not depend on the tile's height: a row sees every key that the rows above it see.
+__host__ __device__ bool bsr_tile_needs_mask(int q0, int kv0, int tile_keys, int seq_k, int off, bool causal);

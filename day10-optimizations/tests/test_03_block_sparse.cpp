@@ -6,15 +6,22 @@
 //   * only listed blocks are read: K and V rows of every block no row lists are NaN, so touching
 //     one (even masked: 0 · NaN = NaN in P·V) fails;
 //   * the launcher rejects bad layouts (unsorted, duplicate, out-of-range col_idx; row_ptr of the
-//     wrong size or shape) naming the field, before launching anything.
+//     wrong size or shape) naming the field, before launching anything;
+//   * [index]: the index helpers of the header (bsr_row_range, bsr_tile_key0, bsr_tile_needs_mask)
+//     on the CPU, no GPU needed, against brute force over small random block masks and every
+//     (row, key) pair of small tiles.
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "03_block_sparse.h"
 #include "block_sparse_layouts.h"
 #include "gpu_test.h"
+#include "random.h"
 #include "reference.h"
 
 using course::AttentionParams;
@@ -83,6 +90,154 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
 }
 
 }  // namespace
+
+// ---- [index]: the BSR row walk on the CPU. The brute force never uses row_ptr arithmetic: it
+// counts the cells of a random dense block mask, from which the BSR arrays are built.
+namespace {
+
+struct Mask {  // a dense n_rows × n_cols block mask and its BSR form
+  int n_rows = 0, n_cols = 0;
+  std::vector<std::vector<bool>> cell;
+  std::vector<int32_t> row_ptr, col_idx;
+};
+
+Mask random_mask(int n_rows, int n_cols, double density, uint64_t seed) {
+  course::Rng rng(seed);
+  Mask m;
+  m.n_rows = n_rows;
+  m.n_cols = n_cols;
+  m.cell.assign(size_t(n_rows), std::vector<bool>(size_t(n_cols), false));
+  m.row_ptr.push_back(0);
+  for (int r = 0; r < n_rows; ++r) {
+    const bool empty_row = rng.uniform() < 0.2;  // some rows list nothing
+    for (int c = 0; c < n_cols; ++c) {
+      m.cell[size_t(r)][size_t(c)] = !empty_row && rng.uniform() < density;
+      if (m.cell[size_t(r)][size_t(c)]) m.col_idx.push_back(c);
+    }
+    m.row_ptr.push_back(int32_t(m.col_idx.size()));
+  }
+  return m;
+}
+
+// Brute force: the block row holding query row q0, the number of listed cells before that row
+// (its first entry in col_idx) and in it.
+BsrRowRange brute_row(const Mask& m, int q0) {
+  int block = 0;
+  while ((block + 1) * kB <= q0) ++block;
+  BsrRowRange row{0, 0};
+  for (int r = 0; r < m.n_rows; ++r)
+    for (int c = 0; c < m.n_cols; ++c)
+      if (m.cell[size_t(r)][size_t(c)]) {
+        if (r < block) ++row.first;
+        if (r == block) ++row.count;
+      }
+  return row;
+}
+
+std::string describe(const Mask& m) {
+  std::string s = std::to_string(m.n_rows) + " x " + std::to_string(m.n_cols) + " blocks, row_ptr = {";
+  for (size_t i = 0; i < m.row_ptr.size(); ++i) s += (i ? ", " : "") + std::to_string(m.row_ptr[i]);
+  s += "}, col_idx = {";
+  for (size_t i = 0; i < m.col_idx.size(); ++i) s += (i ? ", " : "") + std::to_string(m.col_idx[i]);
+  return s + "}";
+}
+
+std::vector<Mask> index_masks() {
+  std::vector<Mask> out;
+  int idx = 0;
+  for (int n_rows : {1, 2, 3, 5})
+    for (int n_cols : {1, 2, 4, 7})
+      for (double density : {0.3, 0.7, 1.0})
+        out.push_back(random_mask(n_rows, n_cols, density, course::case_seed("sparse_index", idx++)));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bsr_row_range: the col_idx entries of a query tile, against counting a random block mask", "[index][quick]") {
+  int failures = 0;
+  for (const Mask& m : index_masks())
+    for (int q0 = 0; q0 < m.n_rows * kB && failures < 5; q0 += 16) {  // every tile start of 16-, 32- and 64-row tiles
+      const BsrRowRange want = brute_row(m, q0);
+      const BsrRowRange got = bsr_row_range(m.row_ptr.data(), q0);
+      if (got.first != want.first || got.count != want.count) {
+        ++failures;
+        FAIL_CHECK("bsr_row_range(row_ptr, q0 = " << q0 << ") on " << describe(m) << ": returned first = " << got.first
+                   << ", count = " << got.count << "; the tile lies in query block " << q0 / kB << ", which lists "
+                   << want.count << " key blocks starting at col_idx[" << want.first << "]");
+      }
+    }
+  CHECK(failures == 0);
+}
+
+TEST_CASE("bsr_tile_key0: the key tiles a query tile visits, in order, against the listed blocks cut into tiles",
+          "[index][quick]") {
+  int failures = 0;
+  for (const Mask& m : index_masks())
+    for (int tile_keys : {16, 32, 64})
+      for (int q0 = 0; q0 < m.n_rows * kB && failures < 5; q0 += 32) {
+        // Brute force: every listed block of the row, left to right, cut into tiles of tile_keys keys.
+        std::vector<int> want;
+        const int r = q0 / kB;
+        for (int c = 0; c < m.n_cols; ++c)
+          if (m.cell[size_t(r)][size_t(c)])
+            for (int key = c * kB; key < (c + 1) * kB; key += tile_keys) want.push_back(key);
+        const BsrRowRange row = brute_row(m, q0);
+        for (int t = 0; t < int(want.size()); ++t) {
+          const int got = bsr_tile_key0(m.col_idx.data(), row, t, tile_keys);
+          if (got != want[size_t(t)]) {
+            ++failures;
+            FAIL_CHECK("bsr_tile_key0(col_idx, {first = " << row.first << ", count = " << row.count << "}, t = " << t
+                       << ", tile_keys = " << tile_keys << ") on " << describe(m) << " (query tile at q0 = " << q0
+                       << "): returned " << got << ", expected " << want[size_t(t)] << " (tile " << t % (kB / tile_keys)
+                       << " of listed block " << want[size_t(t)] / kB << ")");
+            break;
+          }
+        }
+      }
+  CHECK(failures == 0);
+}
+
+TEST_CASE("bsr_tile_needs_mask: full and partial tiles, against a scan of every (row, key) pair", "[index][quick]") {
+  const int lengths[] = {1, 2, 17, 31, 32, 33, 63, 64, 65, 100, 128, 129, 191, 200};
+  int failures = 0;
+  std::set<std::string> reported;
+  for (bool square : {true, false})  // Nq == Nk first: the simplest failing case is reported first
+    for (int seq_q : lengths)
+      for (int seq_k : lengths)
+        for (bool causal : {false, true})
+          for (int tile_rows : {32, 64})
+            for (int q0 = 0; q0 < seq_q && (seq_q == seq_k) == square; q0 += tile_rows)
+              for (int tile_keys : {16, 32, 64})
+                for (int kv0 = 0; kv0 < sparse::tiles_of(seq_k, kB) * kB; kv0 += tile_keys) {
+                  // Brute force: the first (real row of the query tile, key of the key tile) pair
+                  // that is hidden, if any.
+                  const int off = seq_k - seq_q, last_row = std::min(q0 + tile_rows, seq_q) - 1;
+                  int hidden_i = -1, hidden_j = -1;
+                  for (int i = q0; i <= last_row && hidden_i < 0; ++i)
+                    for (int j = kv0; j < kv0 + tile_keys && hidden_i < 0; ++j)
+                      if (j >= seq_k || (causal && j > i + off)) hidden_i = i, hidden_j = j;
+                  const bool want = hidden_i >= 0;
+                  const bool got = bsr_tile_needs_mask(q0, kv0, tile_keys, seq_k, off, causal);
+                  if (got != want && failures < 5) {
+                    const std::string cause = hidden_j >= seq_k ? " (past seq_k)" : " (causal)";
+                    const std::string why =
+                        want ? "row " + std::to_string(hidden_i) + " cannot see key " + std::to_string(hidden_j) + cause +
+                                   ": the tile must be masked"
+                             : "every row sees every key of the tile: it is full";
+                    std::ostringstream msg;
+                    msg << "bsr_tile_needs_mask(q0 = " << q0 << ", kv0 = " << kv0 << ", tile_keys = " << tile_keys
+                        << ", seq_k = " << seq_k << ", off = " << off << (causal ? ", causal" : ", not causal")
+                        << ") for query rows " << q0 << ".." << last_row << " (seq_q = " << seq_q << "), keys " << kv0
+                        << ".." << kv0 + tile_keys - 1 << ": returned " << (got ? "true" : "false") << ", but " << why;
+                    if (reported.insert(msg.str()).second) {  // 32- and 64-row tiles can be the same rows
+                      ++failures;
+                      FAIL_CHECK(msg.str());
+                    }
+                  }
+                }
+  CHECK(failures == 0);
+}
 
 TEST_CASE("block_sparse_attention: small shapes and every pattern", "[day10][block_sparse][quick]") {
   run_grid("sparse_small", {
