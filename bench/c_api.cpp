@@ -48,6 +48,9 @@
 #ifdef BENCH_HAVE_06_split_kv_decode
 #include "06_split_kv_decode.h"
 #endif
+#ifdef BENCH_HAVE_07_rope_yarn
+#include "07_rope_yarn.h"
+#endif
 
 namespace {
 
@@ -135,6 +138,9 @@ int course_has(const char* name) {
 #endif
 #ifdef BENCH_HAVE_06_split_kv_decode
   if (n == "split_kv_decode") return 1;
+#endif
+#ifdef BENCH_HAVE_07_rope_yarn
+  if (n == "rope_yarn") return 1;
 #endif
   return 0;
 }
@@ -350,6 +356,43 @@ int course_split_kv_decode(const void* q, const void* k_cache, const void* v_cac
   (void)workspace, (void)b, (void)hq, (void)hkv, (void)d, (void)block_size, (void)num_blocks;
   (void)max_blocks_per_seq, (void)scale, (void)stream;
   return missing("split_kv_decode");
+#endif
+}
+
+// Day 10 · 07_rope_yarn: RoPE on q and k, out of place. gptj 0/1 picks the layout, bf16 0/1 the
+// type; scaling 0 none, 1 linear, 2 NTK, 3 YaRN (RopeScaling's values).
+int course_rope_yarn(const void* q, const void* k, void* q_out, void* k_out, const void* positions, int b, int hq,
+                     int hkv, int n, int d, int gptj, int bf16, double base, int scaling, double factor,
+                     int original_max_position, double beta_fast, double beta_slow, void* stream) {
+#ifdef BENCH_HAVE_07_rope_yarn
+  return guarded([&] {
+    RopeParams p;
+    p.batch = b;
+    p.heads_q = hq;
+    p.heads_kv = hkv;
+    p.seq_len = n;
+    p.head_dim = d;
+    p.layout = gptj ? RopeLayout::kGptj : RopeLayout::kNeox;
+    p.base = base;
+    p.scaling = static_cast<RopeScaling>(scaling);
+    p.factor = factor;
+    p.original_max_position = original_max_position;
+    p.beta_fast = beta_fast;
+    p.beta_slow = beta_slow;
+    const auto* pos = static_cast<const int32_t*>(positions);
+    const auto st = static_cast<cudaStream_t>(stream);
+    if (bf16)
+      rope_yarn(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
+                static_cast<__nv_bfloat16*>(q_out), static_cast<__nv_bfloat16*>(k_out), pos, p, st);
+    else
+      rope_yarn(static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<__half*>(q_out),
+                static_cast<__half*>(k_out), pos, p, st);
+  });
+#else
+  (void)q, (void)k, (void)q_out, (void)k_out, (void)positions, (void)b, (void)hq, (void)hkv, (void)n, (void)d;
+  (void)gptj, (void)bf16, (void)base, (void)scaling, (void)factor, (void)original_max_position, (void)beta_fast;
+  (void)beta_slow, (void)stream;
+  return missing("rope_yarn");
 #endif
 }
 

@@ -14,6 +14,11 @@
   decode16   06_split_kv_decode (fp16 paged cache) vs "gather the blocks, then SDPA" in fp16,
              and SDPA on the already dense K/V (what a kernel without paging costs at best);
              GB/s counts the K and V bytes the step must read.
+  rope       07_rope_yarn (fp16, bf16; NeoX and GPT-J pairs; YaRN s = 4 over base 500000, L = 8192)
+             vs RoPE written here in PyTorch, the contract's formulas: "torch f64" takes the angles
+             m·θ'_i in float64 (the reference), "torch cache" gathers a float32 cos/sin table by
+             position (the form serving engines use; built outside the timing). GB/s counts Q and
+             K read and written. A decode step at positions near 10^6 checks the exact angles.
 
 Every pair is CHECKED first (relative L2 distance of the outputs: fp16 5e-3, bf16 2e-2, fp32
 1e-4), then timed (median of CUDA-event runs, L2 flushed before each). Skips cleanly (exit 0,
@@ -44,6 +49,43 @@ def signatures():
     }, {"course_split_kv_decode_workspace_bytes": ([i] * 7, u)}
 
 
+# course_rope_yarn(q, k, q_out, k_out, positions, b, hq, hkv, n, d, gptj, bf16, base, scaling,
+#                  factor, original_max_position, beta_fast, beta_slow, stream); scaling 0 none,
+# 1 linear, 2 NTK, 3 YaRN (RopeScaling). Registered only where the library has it.
+ROPE_ARGTYPES = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 7 + [ctypes.c_double, ctypes.c_int, ctypes.c_double,
+                                                              ctypes.c_int, ctypes.c_double, ctypes.c_double,
+                                                              ctypes.c_void_p]
+
+
+def rope_inv_freq(torch, d, base, scaling, s, L, beta_fast=32.0, beta_slow=1.0):
+    """θ'_i = factor_i · base^(-2i/D) in float64, the header's formulas (07_rope_yarn.h)."""
+    import math
+    i = torch.arange(d // 2, dtype=torch.float64)
+    theta = base ** (-2.0 * i / d)
+    if scaling == 1:
+        factor = torch.full_like(theta, 1.0 / s)
+    elif scaling == 2:
+        factor = s ** (-2.0 * i / (d - 2))
+    elif scaling == 3:
+        r = L * theta / (2 * math.pi)
+        gamma = ((r - beta_slow) / (beta_fast - beta_slow)).clamp(0.0, 1.0)
+        factor = (1.0 - gamma) / s + gamma
+    else:
+        factor = torch.ones_like(theta)
+    mscale = 0.1 * math.log(s) + 1.0 if scaling == 3 and s > 1 else 1.0
+    return theta * factor, mscale
+
+
+def torch_rotate(torch, x, cos, sin, gptj):
+    """x [B, H, N, D] rotated pair by pair with cos, sin [B, 1, N, D/2] (fp32), rounded to x's dtype."""
+    xf = x.float()
+    d = x.shape[-1]
+    xa, xb = (xf[..., 0::2], xf[..., 1::2]) if gptj else (xf[..., : d // 2], xf[..., d // 2:])
+    ya, yb = xa * cos - xb * sin, xa * sin + xb * cos
+    y = torch.stack((ya, yb), dim=-1).flatten(-2) if gptj else torch.cat((ya, yb), dim=-1)
+    return y.to(x.dtype)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", default=os.environ.get("COURSE_ATTENTION_LIB", DEFAULT_LIB))
@@ -54,9 +96,10 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--sparse-random", default="6,16",
                     help="random key blocks per query block (BigBird), one layout per value")
-    ap.add_argument("--only", choices=["prefill16", "window", "sparse", "decode16"], action="append")
+    ap.add_argument("--rope-n", default="8192,32768", help="rope: prefill lengths (B = 1, Hq/Hkv = 32/8, D = 128)")
+    ap.add_argument("--only", choices=["prefill16", "window", "sparse", "decode16", "rope"], action="append")
     args = ap.parse_args()
-    sections = args.only or ["prefill16", "window", "sparse", "decode16"]
+    sections = args.only or ["prefill16", "window", "sparse", "decode16", "rope"]
 
     mods, why_not = torch_common.import_torch()
     if mods is None:
@@ -71,6 +114,8 @@ def main():
     lib = torch_common.load_library(args.lib, sigs)
     for name, (argtypes, restype) in sized.items():
         getattr(lib, name).argtypes, getattr(lib, name).restype = argtypes, restype
+    if hasattr(lib, "course_rope_yarn"):  # a library built before 07 existed has no such symbol
+        lib.course_rope_yarn.argtypes, lib.course_rope_yarn.restype = ROPE_ARGTYPES, ctypes.c_int
     warnings.filterwarnings("ignore")
     s = torch_common.Session(torch, lib, args.reps, "compare_torch_day10")
     dev = s.dev
@@ -294,6 +339,67 @@ def main():
                     s.report("06_split_kv_decode", shape, ours_ms, name, "fp16", None, None, 0,
                              f"n/a: {str(e).strip().splitlines()[0][:50]}")
             del q, kc, vc, o, ws, kd, vd, table, lens
+            torch.cuda.empty_cache()
+
+    if "rope" in sections:
+        print("\n== rope: 07_rope_yarn (YaRN s = 4, base 500000, L = 8192) vs RoPE in PyTorch (same formulas)")
+        print(s.HEADER)
+        base, scaling, factor, L = 500000.0, 3, 4.0, 8192
+        hq, hkv, d = 32, 8, 128
+        inv_freq, mscale = rope_inv_freq(torch, d, base, scaling, factor, L)
+        inv_freq = inv_freq.to(dev)
+        runs = [(1, n, gptj, dname, 0) for n in [int(x) for x in args.rope_n.split(",")]
+                for gptj, dname in ((False, "fp16"), (False, "bf16"), (True, "fp16"))]
+        runs.append((64, 1, False, "fp16", 999000))  # one decode step near position 10^6
+        for b, n, gptj, dname, pos0 in runs:
+            shape = f"b{b}_h{hq}_kv{hkv}_n{n}_d{d}_{'gptj' if gptj else 'neox'}" + (f"_pos{pos0}" if pos0 else "")
+            has = hasattr(lib, "course_rope_yarn") and lib.course_has(b"rope_yarn")
+            if not has:
+                s.report("07_rope_yarn", shape, None, "-", dname, None, None, 0, "not built")
+                continue
+            dtype = torch.float16 if dname == "fp16" else torch.bfloat16
+            torch.manual_seed(0)
+            q = torch.randn(b, hq, n, d, device=dev, dtype=dtype)
+            k = torch.randn(b, hkv, n, d, device=dev, dtype=dtype)
+            pos = (pos0 + torch.arange(n, device=dev, dtype=torch.int32)).repeat(b, 1).contiguous()
+            if pos0:  # decode: every sequence at its own position near pos0
+                pos = pos + torch.arange(b, device=dev, dtype=torch.int32).view(b, 1) * 7
+            qo, ko = torch.empty_like(q), torch.empty_like(k)
+            call = lambda: lib.course_rope_yarn(
+                q.data_ptr(), k.data_ptr(), qo.data_ptr(), ko.data_ptr(), pos.data_ptr(), b, hq, hkv, n, d,
+                int(gptj), int(dname == "bf16"), base, scaling, factor, L, 32.0, 1.0, s.stream())
+            ours_ms = ours_or_none("07_rope_yarn", shape, call)
+            if ours_ms is None:
+                continue
+            moved = 2.0 * 2.0 * (q.numel() + k.numel()) + 4.0 * pos.numel()
+            note = f"ours {moved / ours_ms / 1e6:6.0f} GB/s of Q, K read + written"
+            ours = torch.cat((qo.flatten(), ko.flatten()))
+
+            def f64():
+                ang = pos.to(torch.float64).view(b, 1, n, 1) * inv_freq
+                cos, sin = (torch.cos(ang) * mscale).float(), (torch.sin(ang) * mscale).float()
+                return torch_rotate(torch, q, cos, sin, gptj), torch_rotate(torch, k, cos, sin, gptj)
+            theirs = [("torch f64", f64)]
+            if not pos0:  # a cos/sin table up to the largest position: what vLLM keeps per model
+                top = int(pos.max().item()) + 1
+                ang = torch.arange(top, device=dev, dtype=torch.float64).view(top, 1) * inv_freq
+                cos_cache, sin_cache = (torch.cos(ang) * mscale).float(), (torch.sin(ang) * mscale).float()
+                pl = pos.long()
+
+                def cached():
+                    cos, sin = cos_cache[pl].unsqueeze(1), sin_cache[pl].unsqueeze(1)
+                    return torch_rotate(torch, q, cos, sin, gptj), torch_rotate(torch, k, cos, sin, gptj)
+                theirs.append(("torch cache", cached))
+            for name, fn in theirs:
+                try:
+                    tq, tk = fn()
+                    err = s.rel_l2(torch.cat((tq.flatten(), tk.flatten())), ours)
+                    s.report("07_rope_yarn", shape, ours_ms, name, dname, s.time_ms(fn), err, BOUNDS[dname], note)
+                except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+                    s.report("07_rope_yarn", shape, ours_ms, name, dname, None, None, 0,
+                             f"n/a: {str(e).strip().splitlines()[0][:50]}")
+                torch.cuda.empty_cache()
+            del q, k, qo, ko, pos, ours
             torch.cuda.empty_cache()
 
     if s.failures:
