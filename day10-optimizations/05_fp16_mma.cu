@@ -241,7 +241,8 @@ __global__ void __launch_bounds__(kThreads)
         float x = s[n][e] * scale;
         // TODO(3) (≈ 4 lines): when needs_mask, hide this element (x = -INFINITY) if its key is
         //   past the end of K or, under the causal mask, past its query row's diagonal; its row and
-        //   key come from the helpers of TODO(1) (lesson: "The causal mask in fragment coordinates").
+        //   key come from the helpers of TODO(1), given the warp's first row q0 + 16·warp (not
+        //   row0, which already includes g) (lesson: "The causal mask in fragment coordinates").
         s[n][e] = x;
       }
     }
