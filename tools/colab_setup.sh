@@ -19,8 +19,11 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 command -v nvcc >/dev/null || { say "no CUDA toolkit (nvcc) found: install it first"; exit 2; }
 say "$(nvcc --version | tail -n 1)"
-command -v nvidia-smi >/dev/null && say "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)" \
-  || say "nvidia-smi not found: is a GPU runtime selected? (Runtime > Change runtime type > T4 GPU)"
+if command -v nvidia-smi >/dev/null; then
+  say "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
+else
+  say "nvidia-smi not found: is a GPU runtime selected? (Runtime > Change runtime type > T4 GPU)"
+fi
 
 # CMake >= 3.24 and ninja: Colab's Ubuntu 22.04 packages CMake 3.22, so take both from pip.
 cmake_ok() {
@@ -28,11 +31,32 @@ cmake_ok() {
     python3 -c 'import sys; v = tuple(map(int, sys.argv[1].split(".")[:2])); sys.exit(v < (3, 24))' \
       "$(cmake --version | head -n 1 | awk '{print $3}')"
 }
-if ! cmake_ok || ! command -v ninja >/dev/null; then
-  say "installing CMake >= 3.24 and ninja from pip"
-  python3 -m pip install --quiet "cmake>=3.24" ninja
-  export PATH="$(python3 -m site --user-base)/bin:$PATH"
+tools_ok() { cmake_ok && command -v ninja >/dev/null && ninja --version >/dev/null 2>&1; }
+if ! tools_ok; then
+  python3 -m pip --version >/dev/null 2>&1 ||
+    { say "python3 has no pip: install python3-pip (apt), or CMake >= 3.24 and ninja yourself"; exit 2; }
+  # Colab's pip (root, no PEP 668 marker) installs into /usr/local/bin, which later cells find too.
+  # A system Python marked EXTERNALLY-MANAGED (Debian 12, Ubuntu 24.04) refuses that; there the two
+  # go to the user's own site (~/.local): no system package lives there, and every pip that knows
+  # the marker (>= 23.0) knows --break-system-packages.
+  pip_where=""
+  python3 -c 'import os, sys, sysconfig
+sys.exit(sys.prefix != sys.base_prefix or
+         not os.path.isfile(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))' &&
+    pip_where="--user --break-system-packages"
+  say "installing CMake >= 3.24 and ninja from pip${pip_where:+ ($pip_where)}"
+  # shellcheck disable=SC2086
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+    --no-warn-script-location $pip_where "cmake>=3.24" ninja ||
+    { say "pip could not install CMake and ninja (see above)"; exit 2; }
+  # Wherever that was (/usr/local, ~/.local, a venv, a pyenv), ask the packages for their binaries.
+  tools_bin=$(python3 -c 'import cmake, ninja; print(cmake.CMAKE_BIN_DIR + ":" + ninja.BIN_DIR)') ||
+    { say "pip installed CMake and ninja, but python3 cannot import them"; exit 2; }
+  old_path=$PATH
+  export PATH="$tools_bin:$PATH"
   hash -r
+  (PATH=$old_path; hash -r; tools_ok) ||
+    say "note: a new shell will not find them; before make there, run: export PATH=\"$tools_bin:\$PATH\""
 fi
 cmake_ok || { say "CMake >= 3.24 is still not on PATH"; exit 2; }
 say "$(cmake --version | head -n 1), ninja $(ninja --version)"
