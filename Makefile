@@ -50,7 +50,7 @@ test: configure
 ifeq ($(EX),)
 	@cmake --build $(BUILD) -j $(JOBS) --target course_exercises
 	@rm -f $(STATUS_XML)
-	@$(CTEST) -L exercise -j 1 --output-junit $(STATUS_XML) || true
+	@ctest --test-dir $(BUILD) -Q -L exercise -j 1 --output-junit $(STATUS_XML) || true
 	@python3 tools/test_status.py exercise $(STATUS_XML)
 	@echo "('make test EX=<id>' shows one exercise's full report)"
 else

@@ -124,7 +124,7 @@ def report_exercises(table):
             cause, extra = split_reason(why)
             why = ("not run" if cause == shared else f"not run: {cause}") + (f" ({extra})" if extra else "")
         if untouched(day, ex) and status != PASS:
-            note = f"; {why}" if status == NOTRUN else ""
+            note = f"; {why}"
             status, why = UNTOUCHED, f"untouched{note}; start: make hint EX={ex}"
         counts[status] += 1
         print(f"  {status} {ex:<24} {why}")
