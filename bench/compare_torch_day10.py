@@ -15,7 +15,8 @@
              and SDPA on the already dense K/V (what a kernel without paging costs at best);
              GB/s counts the K and V bytes the step must read.
   rope       07_rope_yarn (fp16, bf16; NeoX and GPT-J pairs; YaRN s = 4 over base 500000, L = 8192)
-             vs RoPE written here in PyTorch, the contract's formulas: "torch f64" takes the angles
+             vs RoPE written here in PyTorch, the contract's formulas (YaRN's ramp as Hugging Face
+             and vLLM compute it, linear in the pair index): "torch f64" takes the angles
              m·θ'_i in float64 (the reference), "torch cache" gathers a float32 cos/sin table by
              position (the form serving engines use; built outside the timing). GB/s counts Q and
              K read and written. A decode step at positions near 10^6 checks the exact angles.
@@ -58,22 +59,36 @@ ROPE_ARGTYPES = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 7 + [ctypes.c_double, c
 
 
 def rope_inv_freq(torch, d, base, scaling, s, L, beta_fast=32.0, beta_slow=1.0):
-    """θ'_i = factor_i · base^(-2i/D) in float64, the header's formulas (07_rope_yarn.h)."""
+    """θ'_i = factor_i · base^(-2i/D) in float64, the header's formulas (07_rope_yarn.h).
+
+    YaRN as deployed (the released YaRN code, Hugging Face's _compute_yarn_parameters, vLLM),
+    written here from its math: the correction dimension d(β) = D·ln(L/(2πβ)) / (2·ln base) is
+    the pair that turns β times within L; its edges are rounded outwards (floor for β_fast, ceil
+    for β_slow), clamped to [0, D − 1], and a mask ramps linearly over the pair index from 0
+    (θ_i kept, "extrapolation") to 1 (θ_i / s, "interpolation"). Not the paper's γ linear in
+    r_i = L·θ_i/(2π). mscale = 0.1·ln s + 1 is the default attention factor both multiply into
+    cos and sin.
+    """
     import math
     i = torch.arange(d // 2, dtype=torch.float64)
     theta = base ** (-2.0 * i / d)
     if scaling == 1:
-        factor = torch.full_like(theta, 1.0 / s)
+        inv_freq = theta / s
     elif scaling == 2:
-        factor = s ** (-2.0 * i / (d - 2))
+        inv_freq = theta * s ** (-2.0 * i / (d - 2))
     elif scaling == 3:
-        r = L * theta / (2 * math.pi)
-        gamma = ((r - beta_slow) / (beta_fast - beta_slow)).clamp(0.0, 1.0)
-        factor = (1.0 - gamma) / s + gamma
+        def corr_dim(beta):
+            return d * math.log(L / (2 * math.pi * beta)) / (2 * math.log(base))
+        low = max(math.floor(corr_dim(beta_fast)), 0)
+        high = min(math.ceil(corr_dim(beta_slow)), d - 1)
+        if high == low:
+            high += 0.001
+        mask = ((i - low) / (high - low)).clamp(0.0, 1.0)  # 0: keep θ_i, 1: θ_i / s
+        inv_freq = (theta / s) * mask + theta * (1.0 - mask)
     else:
-        factor = torch.ones_like(theta)
+        inv_freq = theta
     mscale = 0.1 * math.log(s) + 1.0 if scaling == 3 and s > 1 else 1.0
-    return theta * factor, mscale
+    return inv_freq, mscale
 
 
 def torch_rotate(torch, x, cos, sin, gptj):

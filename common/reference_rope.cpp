@@ -21,10 +21,17 @@ double rope_factor(const RopeSpec& s, int head_dim, int i) {
       // base' = base · s^(D/(D−2)); θ'_i / θ_i = (base'/base)^(−2i/D) = s^(−2i/(D−2)).
       return std::pow(s.factor, -2.0 * i / (head_dim - 2));
     case RopeSpec::Scaling::kYarn: {
-      const double theta = std::pow(s.base, -2.0 * i / head_dim);
-      const double r = s.original_max_position * theta / kTwoPi;  // rotations within L tokens
-      const double gamma = std::clamp((r - s.beta_slow) / (s.beta_fast - s.beta_slow), 0.0, 1.0);
-      return (1.0 - gamma) / s.factor + gamma;
+      // The correction dimension d(β): the (fractional) pair index that turns β times within L
+      // tokens, from L·base^(−2d/D) / (2π) = β. Rounded outwards, clamped, then a linear ramp
+      // over the pair index from "keep θ_i" (i <= lo) to "θ_i / s" (i >= hi).
+      const double log_base = std::log(s.base);
+      const double d_fast = head_dim * std::log(s.original_max_position / (kTwoPi * s.beta_fast)) / (2 * log_base);
+      const double d_slow = head_dim * std::log(s.original_max_position / (kTwoPi * s.beta_slow)) / (2 * log_base);
+      const double lo = std::max(std::floor(d_fast), 0.0);
+      double hi = std::min(std::ceil(d_slow), double(head_dim - 1));
+      if (hi == lo) hi += 0.001;
+      const double ramp = std::clamp((i - lo) / (hi - lo), 0.0, 1.0);  // 0: θ_i kept, 1: θ_i / s
+      return ramp / s.factor + (1.0 - ramp);
     }
   }
   throw std::invalid_argument("ref::rope_factor: unknown scaling");

@@ -14,8 +14,12 @@
 //   none    1
 //   linear  1/s                                    (position interpolation, Chen et al. 2023)
 //   NTK     s^(−2i/(D − 2))   i.e. base' = base · s^(D/(D − 2))   (NTK-aware, bloc97 2023)
-//   YaRN    (1 − γ_i)/s + γ_i, γ_i = clamp((r_i − β_slow)/(β_fast − β_slow), 0, 1),
-//           r_i = L / λ_i = L·θ_i / (2π)          (YaRN, Peng et al. 2023, "NTK-by-parts")
+//   YaRN    (1 − γ_i)/s + γ_i with γ_i linear in the pair index, as the released YaRN code,
+//           Hugging Face and vLLM compute it (Peng et al. 2023, "NTK-by-parts"; the paper's
+//           own γ is linear in r_i = L·θ_i/(2π) instead, and differs by up to ~2x mid-band):
+//             d(β) = D·ln(L/(2πβ)) / (2·ln base), lo = max(⌊d(β_fast)⌋, 0),
+//             hi = min(⌈d(β_slow)⌉, D − 1) (lo + 0.001 if equal),
+//             γ_i = clamp((hi − i)/(hi − lo), 0, 1): pairs i <= lo kept, i >= hi get 1/s
 // mscale = 0.1·ln(s) + 1 for YaRN with s > 1 (the paper's sqrt(1/t)), 1 otherwise: each of q and
 // k is multiplied by it, so the logits q·k are multiplied by mscale² = 1/t.
 #pragma once
@@ -32,8 +36,8 @@ struct RopeSpec {
   Scaling scaling = Scaling::kNone;
   double factor = 1.0;               // s
   int original_max_position = 4096;  // L, YaRN only
-  double beta_fast = 32.0;           // YaRN: r above it keeps its frequency (the paper's β)
-  double beta_slow = 1.0;            // YaRN: r below it is interpolated by 1/s (the paper's α)
+  double beta_fast = 32.0;           // YaRN: pairs up to ⌊d(β_fast)⌋ keep θ_i (the paper's β)
+  double beta_slow = 1.0;            // YaRN: pairs from ⌈d(β_slow)⌉ get θ_i / s (the paper's α)
 };
 
 // factor_i = θ'_i / θ_i of pair i of a head_dim-vector (the table above).

@@ -35,9 +35,9 @@ __host__ __device__ RopePair rope_pair(RopeLayout layout, int head_dim, int i) {
 }
 
 double rope_frequency_factor(const RopeParams& p, int i) {
-  // TODO(2) (≈ 12 lines): θ'_i / θ_i for the four scalings; for YaRN, the ramp γ over r_i, the
-  //          turns pair i makes within the trained context (lesson: "Linear, NTK and YaRN, band
-  //          by band").
+  // TODO(2) (≈ 14 lines): θ'_i / θ_i for the four scalings; for YaRN, the deployed ramp: γ
+  //          linear in the pair index between the rounded correction dimensions of β_fast and
+  //          β_slow (lesson: "Linear, NTK and YaRN, band by band").
   return 1.0;  // TODO(2): replace (plain RoPE's factor until then)
 }
 

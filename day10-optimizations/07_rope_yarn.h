@@ -50,7 +50,7 @@ enum class RopeScaling : int {
   kNone = 0,    // plain RoPE: θ'_i = θ_i
   kLinear = 1,  // position interpolation: θ'_i = θ_i / s
   kNtk = 2,     // NTK-aware: base' = base · s^(D/(D−2)), i.e. θ'_i = θ_i · s^(−2i/(D−2))
-  kYarn = 3,    // YaRN: NTK-by-parts ramp over the frequency bands, plus the temperature
+  kYarn = 3,    // YaRN: NTK-by-parts ramp over the pairs (as deployed), plus the temperature
 };
 
 struct RopeParams {
@@ -64,8 +64,8 @@ struct RopeParams {
   RopeScaling scaling = RopeScaling::kNone;
   double factor = 1.0;               // s, the context extension factor (>= 1)
   int original_max_position = 4096;  // L, the trained context length (YaRN)
-  double beta_fast = 32.0;  // YaRN: pairs that turn more than β_fast times within L keep θ_i
-  double beta_slow = 1.0;   // YaRN: pairs that turn less than β_slow times within L get θ_i / s
+  double beta_fast = 32.0;  // YaRN: pairs up to ⌊d(β_fast)⌋ (turning > β_fast times within L) keep θ_i
+  double beta_slow = 1.0;   // YaRN: pairs from ⌈d(β_slow)⌉ (turning < β_slow times within L) get θ_i / s
 };
 
 // The two elements of pair i (index helper: the kernel calls it, the [index] tests check it on
@@ -78,12 +78,19 @@ __host__ __device__ RopePair rope_pair(RopeLayout layout, int head_dim, int i);
 
 // θ'_i / θ_i for pair i of a head_dim-vector under p's scaling (s = p.factor, L =
 // p.original_max_position, D = p.head_dim): 1 (kNone), 1/s (kLinear), s^(−2i/(D−2)) (kNtk), and
-// for kYarn (1 − γ_i)/s + γ_i with γ_i = clamp((r_i − β_slow)/(β_fast − β_slow), 0, 1), r_i = L ·
-// θ_i / (2π): the number of turns pair i makes over the trained context. Host only, in double;
-// needs p within the launcher's limits (CPU [index] tests check it against closed forms).
+// for kYarn the ramp of the released YaRN code, Hugging Face and vLLM (linear in the pair index,
+// not the YaRN paper's ramp linear in r_i = L·θ_i/(2π)):
+//   d(β) = D·ln(L / (2π·β)) / (2·ln base)   (the pair that turns β times within L; ∞ for β = 0)
+//   lo = max(⌊d(β_fast)⌋, 0),  hi = min(⌈d(β_slow)⌉, D − 1)   (hi = lo + 0.001 if they are equal)
+//   γ_i = clamp((hi − i) / (hi − lo), 0, 1),  factor = (1 − γ_i)/s + γ_i
+// so pairs i <= lo keep θ_i, pairs i >= hi get θ_i / s, and the factor is linear in i between.
+// (D − 1, not D/2 − 1, is the deployed clamp: hi > D/2 − 1 leaves even the last pair partly kept.)
+// Host only, in double; needs p within the launcher's limits (CPU [index] tests check it
+// against closed forms).
 double rope_frequency_factor(const RopeParams& p, int i);
 
-// mscale: 0.1·ln(s) + 1 for kYarn with s > 1, else 1 (the factor each of q and k gets).
+// mscale: 0.1·ln(s) + 1 for kYarn with s > 1, else 1 (the factor each of q and k gets; Hugging
+// Face's default attention_factor and vLLM's mscale, both multiplied into cos and sin).
 double rope_yarn_mscale(const RopeParams& p);
 
 // Pair i's rotation per position step in turns (1 turn = 2π rad) as 0.64 fixed point:

@@ -142,7 +142,7 @@ TEST_CASE("YaRN with s = 1 is plain RoPE, bit for bit", "[reference][rope]") {
   CHECK(std::fabs(ref::rope_mscale(spec(RopeSpec::Layout::kNeox, RopeSpec::Scaling::kYarn, 16.0)) - 1.2772588722239781) < 1e-15);
 }
 
-TEST_CASE("rope_inv_freq against closed forms: base^(-2i/D), linear θ/s, NTK base·s^(D/(D-2)), YaRN's two ends",
+TEST_CASE("rope_inv_freq against closed forms: base^(-2i/D), linear θ/s, NTK base·s^(D/(D-2)), YaRN's pair ramp",
           "[reference][rope]") {
   const int D = 128;
   const double s = 8.0, base = 10000.0;
@@ -153,27 +153,47 @@ TEST_CASE("rope_inv_freq against closed forms: base^(-2i/D), linear θ/s, NTK ba
   const auto yarn = ref::rope_inv_freq(spec(RopeSpec::Layout::kNeox, RopeSpec::Scaling::kYarn, s, base, L), D);
   REQUIRE(plain.size() == size_t(D / 2));
   const double ntk_base = base * std::pow(s, double(D) / (D - 2));
-  // The correction dimensions of the YaRN paper: pairs below d(32) turn more than 32 times
-  // within L and keep θ_i; pairs above d(1) turn less than once and get θ_i / s.
+  // The correction dimensions: pair d(32) turns 32 times within L, pair d(1) once. The deployed
+  // ramp (released YaRN code, Hugging Face, vLLM) rounds them outwards to lo = ⌊20.94⌋ = 20 and
+  // hi = ⌈45.03⌉ = 46: pairs 0..20 keep θ_i, pairs 46..63 get θ_i / s, and the factor falls
+  // linearly in i between, by (1 − 1/s)/26 per pair.
   const double d_fast = D * std::log(L / (2 * M_PI * 32)) / (2 * std::log(base));  // ≈ 20.9
   const double d_slow = D * std::log(L / (2 * M_PI * 1)) / (2 * std::log(base));   // ≈ 45.0
+  CHECK(std::fabs(d_fast - 20.94) < 0.01);
+  CHECK(std::fabs(d_slow - 45.03) < 0.01);
+  const int lo = 20, hi = 46;
   for (int i = 0; i < D / 2; ++i) {
     INFO("pair " << i);
     const double theta = std::pow(base, -2.0 * i / D);
     CHECK(std::fabs(plain[size_t(i)] - theta) <= 1e-15 * theta);
     CHECK(std::fabs(linear[size_t(i)] - theta / s) <= 1e-15 * theta);
     CHECK(std::fabs(ntk[size_t(i)] - std::pow(ntk_base, -2.0 * i / D)) <= 1e-13 * theta);
-    if (i < d_fast) CHECK(yarn[size_t(i)] == plain[size_t(i)]);
-    if (i > d_slow) CHECK(std::fabs(yarn[size_t(i)] - theta / s) <= 1e-15 * theta);
-    if (i > d_fast && i < d_slow) {
-      CHECK(yarn[size_t(i)] < plain[size_t(i)]);
-      CHECK(yarn[size_t(i)] > plain[size_t(i)] / s);
-    }
+    const double want = i <= lo ? 1.0 : i >= hi ? 1.0 / s : 1.0 - (1.0 - 1.0 / s) * (i - lo) / (hi - lo);
+    CHECK(std::fabs(yarn[size_t(i)] - want * theta) <= 1e-14 * theta);
   }
   CHECK(std::fabs(ntk[D / 2 - 1] - linear[D / 2 - 1]) <= 1e-13 * linear[D / 2 - 1]);  // NTK's slowest pair = linear's
   CHECK(ntk[0] == plain[0]);                                                            // NTK's fastest pair is kept
-  CHECK(std::fabs(d_fast - 20.94) < 0.01);
-  CHECK(std::fabs(d_slow - 45.03) < 0.01);
+  // The lesson's table: the deployed factor next to the paper's (γ linear in r_i = L·θ_i/(2π)).
+  const RopeSpec y = spec(RopeSpec::Layout::kNeox, RopeSpec::Scaling::kYarn, s, base, L);
+  const struct { int i; double deployed, paper; } table[] = {
+      {21, 0.966, 0.993}, {24, 0.865, 0.679}, {28, 0.731, 0.424}, {32, 0.596, 0.281},
+      {36, 0.462, 0.200}, {40, 0.327, 0.155}, {44, 0.192, 0.129}};
+  for (const auto& row : table) {
+    INFO("pair " << row.i);
+    const double r = L * std::pow(base, -2.0 * row.i / D) / (2 * M_PI);
+    const double gamma = std::clamp((r - 1.0) / 31.0, 0.0, 1.0);
+    CHECK(std::fabs(ref::rope_factor(y, D, row.i) - row.deployed) < 5e-4);
+    CHECK(std::fabs((1.0 - gamma) / s + gamma - row.paper) < 5e-4);
+  }
+  // When ⌈d(β_slow)⌉ > D/2 − 1 the ramp does not end inside the pairs: the deployed clamp is
+  // D − 1, not D/2 − 1, so with L = 65536 (⌈d(1)⌉ = 65) the last pair is still partly kept.
+  const RopeSpec wide = spec(RopeSpec::Layout::kNeox, RopeSpec::Scaling::kYarn, s, base, 65536);
+  const double wide_lo = std::floor(D * std::log(65536 / (2 * M_PI * 32)) / (2 * std::log(base)));  // 40
+  const double wide_hi = std::ceil(D * std::log(65536 / (2 * M_PI * 1)) / (2 * std::log(base)));    // 65
+  CHECK(wide_hi == 65.0);
+  const double last = 1.0 - (1.0 - 1.0 / s) * (D / 2 - 1 - wide_lo) / (wide_hi - wide_lo);
+  CHECK(std::fabs(ref::rope_factor(wide, D, D / 2 - 1) - last) < 1e-14);
+  CHECK(ref::rope_factor(wide, D, D / 2 - 1) > 1.0 / s);
 }
 
 TEST_CASE("the naive fp32 angle loses digits at positions 10^5 .. 10^6 (the lesson's table)", "[reference][rope][precision]") {

@@ -5,9 +5,9 @@
 // The [index] cases check the helpers on the CPU alone (no CUDA call):
 // `build/bin/sol_07_rope_yarn "[index]"` runs them without a GPU. rope_pair against the two
 // layouts' definitions and as a partition of the D elements; rope_frequency_factor against the
-// closed forms of linear, NTK-aware and YaRN scaling (the YaRN paper's ramp and its correction
-// dimensions); rope_yarn_mscale; rope_turn_step and rope_turns against long double at positions
-// up to the int32 limits.
+// closed forms of linear, NTK-aware and YaRN scaling (the deployed ramp: linear in the pair
+// index between the rounded correction dimensions); rope_yarn_mscale; rope_turn_step and
+// rope_turns against long double at positions up to the int32 limits.
 //
 // The GPU cases: a grid of shapes (odd N, D from 16 to 256, more heads than one block holds)
 // x both layouts x fp16 and bf16 x every scaling, with prefill, decode, packed and large
@@ -284,39 +284,50 @@ TEST_CASE("rope_frequency_factor: s = 1 and kNone leave every frequency alone; l
   CHECK(failures == 0);
 }
 
-TEST_CASE("rope_frequency_factor: YaRN's ramp: 1 above beta_fast turns, 1/s below beta_slow, linear in r between",
+TEST_CASE("rope_frequency_factor: YaRN's ramp: 1 up to floor(d(beta_fast)), 1/s from ceil(d(beta_slow)), linear in i between",
           "[index][quick]") {
-  // The YaRN paper (Peng et al. 2023, "NTK-by-parts"): r_i = L / λ_i = L·θ_i / (2π) is how many
-  // turns pair i makes over the trained context L. γ = 0 for r < α (= beta_slow), 1 for r > β
-  // (= beta_fast), (r − α)/(β − α) between; θ'_i = (1 − γ)·θ_i/s + γ·θ_i. In dimension terms the
-  // two edges are the correction dimensions d(β) = D·ln(L / (2πβ)) / (2·ln base): pairs below
-  // d(beta_fast) keep θ_i, pairs above d(beta_slow) get θ_i / s.
-  long long failures = 0, in_ramp = 0, kept = 0, interpolated = 0;
+  // The deployed YaRN (the released YaRN code, Hugging Face, vLLM): d(β) = D·ln(L/(2πβ)) /
+  // (2·ln base) is the (fractional) pair that turns β times over the trained context L. Rounded
+  // outwards and clamped, lo = max(⌊d(β_fast)⌋, 0), hi = min(⌈d(β_slow)⌉, D − 1): pairs
+  // i <= lo keep θ_i (factor 1), pairs i >= hi get θ_i / s, and between the factor falls
+  // linearly in i, 1 − (1 − 1/s)·(i − lo)/(hi − lo). (Not the YaRN paper's ramp, linear in the
+  // turns r_i = L·θ_i/(2π): the two differ by up to ~2x mid-band.) L up to 65536 at D = 16 and
+  // base 10^4 puts hi past D/2 − 1, where the ramp must not reach 1/s within the pairs.
+  long long failures = 0, in_ramp = 0, kept = 0, interpolated = 0, past_last = 0, skipped = 0;
   for (int d : {16, 64, 128, 256}) {
     for (double base : {10000.0, 500000.0, 1e6}) {
-      for (int L : {2048, 4096, 8192}) {
+      for (int L : {2048, 4096, 8192, 65536}) {
         for (double s : {2.0, 4.0, 16.0, 40.0}) {
-          for (auto betas : {std::pair<double, double>{32.0, 1.0}, std::pair<double, double>{16.0, 2.0}}) {
+          for (auto betas : {std::pair<double, double>{32.0, 1.0}, std::pair<double, double>{16.0, 2.0},
+                             std::pair<double, double>{64.0, 0.5}}) {
             RopeParams p = with_scaling(make_params(1, 1, 1, 1, d), RopeScaling::kYarn, s, L, base);
             p.beta_fast = betas.first;
             p.beta_slow = betas.second;
             const double d_fast = d * std::log(L / (2 * M_PI * p.beta_fast)) / (2 * std::log(base));
             const double d_slow = d * std::log(L / (2 * M_PI * p.beta_slow)) / (2 * std::log(base));
+            // A correction dimension within rounding of an integer could round either way.
+            if (std::fabs(d_fast - std::round(d_fast)) < 1e-9 || std::fabs(d_slow - std::round(d_slow)) < 1e-9) {
+              ++skipped;
+              continue;
+            }
+            const int lo = std::max(int(std::floor(d_fast)), 0);
+            const int hi = std::min(int(std::ceil(d_slow)), d - 1);
+            REQUIRE(hi > lo);  // always, for these inputs (L >= 2048 > 2π·β_slow)
+            if (hi > d / 2 - 1) ++past_last;
             double previous = 2.0;
             for (int i = 0; i < d / 2; ++i) {
               const double got = rope_frequency_factor(p, i);
-              const double r = L * std::pow(base, -2.0 * i / d) / (2 * M_PI);
               double want;
               const char* what;
-              if (i < d_fast - 1e-9) {
-                want = 1.0, what = "below d(beta_fast): r > beta_fast, the frequency is kept";
+              if (i <= lo) {
+                want = 1.0, what = "i <= floor(d(beta_fast)): the frequency is kept";
                 ++kept;
-              } else if (i > d_slow + 1e-9) {
-                want = 1.0 / s, what = "above d(beta_slow): r < beta_slow, interpolated by 1/s";
+              } else if (i >= hi) {
+                want = 1.0 / s, what = "i >= ceil(d(beta_slow)): interpolated by 1/s";
                 ++interpolated;
               } else {
-                const double gamma = std::clamp((r - p.beta_slow) / (p.beta_fast - p.beta_slow), 0.0, 1.0);
-                want = (1.0 - gamma) / s + gamma, what = "in the ramp: (1 - gamma)/s + gamma, gamma linear in r";
+                want = 1.0 - (1.0 - 1.0 / s) * (i - lo) / (hi - lo);
+                what = "in the ramp: 1 - (1 - 1/s)·(i - lo)/(hi - lo), linear in the pair index";
                 ++in_ramp;
               }
               bool ok = std::fabs(got - want) <= 1e-12;
@@ -326,19 +337,29 @@ TEST_CASE("rope_frequency_factor: YaRN's ramp: 1 above beta_fast turns, 1/s belo
               }
               previous = got;
               if (!ok && ++failures <= 8)
-                FAIL_CHECK(describe(p) << ", pair " << i << " (r = " << r << " turns over L, d(beta_fast) = " << d_fast
-                                       << ", d(beta_slow) = " << d_slow << "): factor " << got << ", expected "
-                                       << want << " (" << what << ")");
+                FAIL_CHECK(describe(p) << ", pair " << i << " (d(beta_fast) = " << d_fast << ", d(beta_slow) = "
+                                       << d_slow << ", so lo = " << lo << ", hi = " << hi << "): factor " << got
+                                       << ", expected " << want << " (" << what << ")");
             }
           }
         }
       }
     }
   }
-  INFO(kept << " kept, " << in_ramp << " in the ramp, " << interpolated << " interpolated");
+  // The lesson's table: D = 128, base 10^4, s = 8, L = 4096, betas 32 and 1: lo = 20, hi = 46.
+  RopeParams p = with_scaling(make_params(1, 1, 1, 1, 128), RopeScaling::kYarn, 8.0, 4096, 10000.0);
+  const std::pair<int, double> table[] = {{20, 1.0},   {21, 0.966}, {24, 0.865}, {32, 0.596},
+                                          {40, 0.327}, {45, 0.159}, {46, 0.125}};
+  for (const auto& [i, want] : table) {
+    INFO("the lesson's table, pair " << i);
+    CHECK(std::fabs(rope_frequency_factor(p, i) - want) < 5e-4);
+  }
+  INFO(kept << " kept, " << in_ramp << " in the ramp, " << interpolated << " interpolated, " << past_last
+            << " configurations with ceil(d(beta_slow)) > D/2 - 1, " << skipped << " skipped");
   CHECK(kept > 0);
   CHECK(in_ramp > 0);
   CHECK(interpolated > 0);
+  CHECK(past_last > 0);
   CHECK(failures == 0);
 }
 
@@ -381,13 +402,12 @@ TEST_CASE("rope_turns: exact to 2e-7 turns at every int32 position, where the na
   // measured alongside for the message: at 10^6 it is off by hundredths of a radian.
   std::vector<double> freqs;
   for (int i = 0; i < 64; ++i) freqs.push_back(std::pow(10000.0, -2.0 * i / 128));
-  RopeParams yarn = with_scaling(make_params(1, 1, 1, 1, 128), RopeScaling::kYarn, 16.0, 8192, 500000.0);
   for (int i = 0; i < 64; ++i) {
-    // The closed form, not rope_frequency_factor: this case checks rope_turns alone.
+    // The closed form, not rope_frequency_factor: this case checks rope_turns alone. Here
+    // d(32) = 18.1 and d(1) = 35.0: pairs up to 18 kept, from 35 on θ/16, linear between.
     const double theta = std::pow(500000.0, -2.0 * i / 128);
-    const double r = 8192 * theta / (2 * M_PI);
-    const double gamma = std::clamp((r - 1.0) / 31.0, 0.0, 1.0);
-    freqs.push_back(theta * ((1 - gamma) / 16.0 + gamma));
+    const double ramp = std::clamp((i - 18.0) / (35.0 - 18.0), 0.0, 1.0);
+    freqs.push_back(theta * (ramp / 16.0 + (1 - ramp)));
   }
   const std::vector<int64_t> positions{0,       1,        -1,       2,          7,          100,        4095,
                                        4096,    32768,    100000,   131071,     500000,     999999,     1000000,

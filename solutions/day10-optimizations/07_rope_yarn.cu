@@ -38,18 +38,23 @@ __host__ __device__ RopePair rope_pair(RopeLayout layout, int head_dim, int i) {
 }
 
 double rope_frequency_factor(const RopeParams& p, int i) {
-  // TODO(2) (≈ 12 lines): θ'_i / θ_i for the four scalings; for YaRN, the ramp γ over r_i, the
-  //          turns pair i makes within the trained context (lesson: "Linear, NTK and YaRN, band
-  //          by band").
+  // TODO(2) (≈ 14 lines): θ'_i / θ_i for the four scalings; for YaRN, the deployed ramp: γ
+  //          linear in the pair index between the rounded correction dimensions of β_fast and
+  //          β_slow (lesson: "Linear, NTK and YaRN, band by band").
   // snippet-begin: factor
   const double s = p.factor;
   switch (p.scaling) {
     case RopeScaling::kLinear: return 1.0 / s;
     case RopeScaling::kNtk: return std::pow(s, -2.0 * i / (p.head_dim - 2));
     case RopeScaling::kYarn: {
-      const double theta = std::pow(p.base, -2.0 * i / p.head_dim);
-      const double r = p.original_max_position * theta / kTwoPi;
-      const double gamma = std::fmin(std::fmax((r - p.beta_slow) / (p.beta_fast - p.beta_slow), 0.0), 1.0);
+      // d(β): the pair that turns β times within the trained context (infinite for β = 0).
+      auto d = [&](double beta) {
+        return p.head_dim * std::log(p.original_max_position / (kTwoPi * beta)) / (2.0 * std::log(p.base));
+      };
+      const double lo = std::fmax(std::floor(d(p.beta_fast)), 0.0);
+      double hi = std::fmin(std::ceil(d(p.beta_slow)), p.head_dim - 1.0);
+      if (hi == lo) hi += 0.001;  // the released code's guard: a step at lo
+      const double gamma = std::fmin(std::fmax((hi - i) / (hi - lo), 0.0), 1.0);
       return (1.0 - gamma) / s + gamma;
     }
     default: return 1.0;
