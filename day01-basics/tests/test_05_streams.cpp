@@ -102,15 +102,16 @@ void check_chunk_ranges(ForEach for_each_problem) {
 
 // ----------------------------------------------------------------------------- host buffers
 // n floats of host memory between two guard regions, pinned (cudaMallocHost) or pageable:
-//   [ front guard | n floats | back guard ]      (common/poison.h: kGuardBytes of kGuardByte)
+//   [ front guard | n floats | back guard ]      (common/poison.h: kGuardBytes of kHostGuardByte,
+//                                                  not the device guards' byte: see there)
 class HostBuffer {
  public:
   HostBuffer(size_t n, bool pinned) : n_(n), pinned_(pinned) {
     const size_t total = 2 * course::kGuardBytes + n * sizeof(float);
     if (pinned) CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&base_), total));
     else base_ = new unsigned char[total];
-    std::memset(base_, course::kGuardByte, course::kGuardBytes);
-    std::memset(base_ + course::kGuardBytes + n * sizeof(float), course::kGuardByte, course::kGuardBytes);
+    std::memset(base_, course::kHostGuardByte, course::kGuardBytes);
+    std::memset(base_ + course::kGuardBytes + n * sizeof(float), course::kHostGuardByte, course::kGuardBytes);
   }
   ~HostBuffer() {
     if (pinned_) cudaFreeHost(base_);
@@ -128,9 +129,11 @@ class HostBuffer {
   }
   // "" when both guards are intact, else a sentence for the report.
   std::string guard_damage() const {
-    std::string front = course::describe_guard_damage(base_, course::kGuardBytes, sizeof(float), false);
+    std::string front = course::describe_guard_damage(base_, course::kGuardBytes, sizeof(float), false,
+                                                      course::kHostGuardByte);
     std::string back = course::describe_guard_damage(base_ + course::kGuardBytes + n_ * sizeof(float),
-                                                     course::kGuardBytes, sizeof(float), true);
+                                                     course::kGuardBytes, sizeof(float), true,
+                                                     course::kHostGuardByte);
     if (!front.empty() && !back.empty()) return front + "; " + back;
     return front + back;
   }
