@@ -15,8 +15,15 @@
 // head h reads KV head h / (Hq/Hkv)), any Nq, Nk >= 1 (Nq != Nk and tails included), causal or
 // not, head_dim 64 or 128; p.window must be -1. q, k, v and o must be 16-byte aligned (tiles are
 // copied in 16-byte pieces; any cudaMalloc pointer is).
-// Throws std::invalid_argument naming the field (q, k, v, o, batch, heads_q, heads_kv, seq_q,
+// Throws std::invalid_argument naming the field (q, k, v, o, lse, batch, heads_q, heads_kv, seq_q,
 // seq_k, head_dim, window) before any launch. Needs sm_80 (mma.sync with bf16, cp.async).
+//
+// Log-sum-exp for the backward pass (exercise 09): the overloads with `float* lse` also write,
+// per query row, L_i = m_i + ln ℓ_i, the natural log of Σ_j exp(scale · q_i·k_j) over the keys
+// the row sees (−inf for a row that sees none), fp32 [B, Hq, Nq], 4-byte aligned. lse may be null:
+// then nothing is written and the call is the one without it. An overload rather than a defaulted
+// trailing parameter: the outputs o and lse stay side by side, a caller who wants L need not
+// spell out the stream, and every existing call (q, k, v, o, p[, stream]) compiles unchanged.
 //
 // The K/V pipeline depth (3 stages, else 2) is the deepest whose shared memory fits
 // course::smem_limit_per_block(); if not even 2 stages fit, std::runtime_error.
@@ -59,3 +66,7 @@ void flash_attention_mma(const __half* q, const __half* k, const __half* v, __ha
                          const course::AttentionParams& p, cudaStream_t stream = 0);
 void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                          __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
+                         const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                         __nv_bfloat16* o, float* lse, const course::AttentionParams& p, cudaStream_t stream = 0);

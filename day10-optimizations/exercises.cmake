@@ -3,3 +3,5 @@
 course_exercise_options(04_fp16_wmma MIN_SM 70)
 # 05: mma.sync with bf16 operands, ldmatrix and cp.async need Ampere (sm_80) or newer.
 course_exercise_options(05_fp16_mma MIN_SM 80)
+# 09: the backward pass on mma.sync (bf16 operands), ldmatrix and cp.async need Ampere (sm_80) or newer.
+course_exercise_options(09_fp16_mma_backward MIN_SM 80)

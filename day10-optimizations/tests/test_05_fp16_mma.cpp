@@ -11,11 +11,13 @@
 //     truncating a value just below a bf16 number loses a whole spacing (1/16 in [8, 16))
 //     (see "bf16 output is rounded to nearest");
 //   * the shallower pipeline of smaller GPUs, chosen here through COURSE_SMEM_LIMIT.
+// The log-sum-exp output (the overload with `lse`) is checked against common/reference_backward.h.
 //
 // The [index] cases check the index helpers mma_acc_row, mma_acc_key and mma_p_a_source on the
 // CPU alone (no CUDA call) against the fragment tables of the PTX ISA ("Matrix Fragments for
 // mma.m16n8k16 with floating point type"), written out below independently of the kernel:
 // `build/bin/sol_05_fp16_mma "[index]"` runs them without a GPU.
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -26,6 +28,7 @@
 #include "05_fp16_mma.h"
 #include "gpu_test.h"
 #include "reference.h"
+#include "reference_backward.h"
 
 using course::AttentionParams;
 using course::DeviceBuffer;
@@ -396,6 +399,67 @@ TEST_CASE("flash_attention_mma: the 2-stage pipeline of smaller GPUs", "[day10][
   });
 }
 
+// The overload with `lse` writes L_i = m_i + ln ℓ_i (natural log, scaled logits) per query row, what
+// the backward pass (exercise 09) recomputes P from, and the same O as without it. Checked against
+// common/reference_backward.h's attention_forward_lse: rows that see no key must hold exactly −inf;
+// the others |L − L_ref| <= atol + 2e-6·|L_ref| with atol = 2e-3 (fp16) or 1e-2 (bf16): ℓ sums the
+// 16-bit-rounded P (ln ℓ then errs by up to about a rounding of P, 2^-11 or 2^-8 relative, for a row
+// with one dominant key), and at |L| ~ 1e4 fp32 itself is only good to ~1e-3.
+TEST_CASE("flash_attention_mma: the log-sum-exp output for the backward pass", "[day10][fp16_mma][lse][quick]") {
+  const std::vector<Case> cases{{1, 1, 1, 1, 64, false, "one query, one key: L = its logit"},
+                                {2, 3, 67, 67, 128, true, "tails, causal"},
+                                {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, L = -inf"},
+                                {1, 2, 64, 333, 128, false, "Nq < Nk, several key tiles"},
+                                {1, 8, 130, 130, 64, true, "GQA 8/2", 2}};
+  auto run = [&](auto ty, float scale) {
+    using Ty = decltype(ty);
+    for (size_t idx = 0; idx < cases.size(); ++idx) {
+      const Case& c = cases[idx];
+      AttentionParams p = params_of(c);
+      p.scale = scale;
+      const uint64_t seed = course::case_seed(std::string("mma_lse_") + Ty::name + (scale != 0.f ? "_big" : ""), int64_t(idx));
+      CASE_INFO(Ty, c, p, seed);
+      INFO((scale != 0.f ? "scale = 128, Q and K multiples of 1/16: logits of about ±1e4" : "default scale"));
+      const auto q = Ty::round(scale != 0.f ? course::random_normal_sixteenths(size_t(p.q_elems()), seed)
+                                            : course::random_normal(size_t(p.q_elems()), seed));
+      const auto k = Ty::round(scale != 0.f ? course::random_normal_sixteenths(size_t(p.kv_elems()), seed + 1)
+                                            : course::random_normal(size_t(p.kv_elems()), seed + 1));
+      const auto v = Ty::round(course::random_normal(size_t(p.kv_elems()), seed + 2));
+      const auto ref = course::ref::attention_forward_lse(q, k, v, p);
+      auto d_q = course::to_device(Ty::bits(q)), d_k = course::to_device(Ty::bits(k)), d_v = course::to_device(Ty::bits(v));
+      DeviceBuffer<uint16_t> d_o(size_t(p.o_elems()));
+      DeviceBuffer<float> d_lse(size_t(p.batch) * p.heads_q * p.seq_q);
+      d_o.poison();
+      d_lse.poison();
+      flash_attention_mma(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), d_lse.data(), p);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const auto ro = course::compare(Ty::decode(d_o.download()), ref.o,
+                                      course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}},
+                                      Ty::tolerance(), d_o.guard_damage());
+      if (!ro.ok) FAIL_CHECK("O (written together with lse): " << ro.report);
+      // Rows that see no key: exactly −inf; then both sides become 0 for compare().
+      std::vector<float> out = d_lse.download(), want = ref.lse;
+      long wrong_empty = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (std::isinf(want[i]) && want[i] < 0.f) {
+          if (!(std::isinf(out[i]) && out[i] < 0.f) && ++wrong_empty <= 4)
+            FAIL_CHECK("lse of row " << i << " (it sees no key) is " << out[i] << ", expected -inf");
+          out[i] = want[i] = 0.f;
+        }
+      }
+      const course::Tolerance tol{std::string(Ty::name) == "fp16" ? 2e-3 : 1e-2, 2e-6, 1e-3, "lse (fp32, from 16-bit P)"};
+      const auto rl = course::compare(out, want, course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}}, tol,
+                                      d_lse.guard_damage());
+      if (!rl.ok) FAIL_CHECK("lse: " << rl.report);
+      else SUCCEED("lse matches the reference");
+    }
+  };
+  run(Fp16{}, 0.f);
+  run(Bf16{}, 0.f);
+  run(Fp16{}, 128.f);
+  run(Bf16{}, 128.f);
+}
+
 TEST_CASE("flash_attention_mma rejects bad arguments before launching anything", "[day10][fp16_mma][args][quick]") {
   const AttentionParams good = AttentionParams::make(1, 2, 2, 8, 8, 64);
   DeviceBuffer<uint16_t> q(size_t(good.q_elems())), o(size_t(good.o_elems()));
@@ -426,6 +490,10 @@ TEST_CASE("flash_attention_mma rejects bad arguments before launching anything",
     COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma(x, x, x, y, with([](auto& p) { p.head_dim = 32; })));
     COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma(x, x, x, y, with([](auto& p) { p.head_dim = 80; })));
     COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention_mma(x, x, x, y, with([](auto& p) { p.window = 16; })));
+    float* l = reinterpret_cast<float*>(o.data());
+    COURSE_CHECK_INVALID_ARGUMENT("lse", flash_attention_mma(x, x, x, y, reinterpret_cast<float*>(y + 1), good));  // 2 bytes off
+    COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention_mma(nullptr, x, x, y, l, good));
+    COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma(x, x, x, y, l, with([](auto& p) { p.head_dim = 32; })));
   };
   run(Fp16{});
   run(Bf16{});

@@ -143,7 +143,7 @@ struct MmaConfig {
 template <class T, int D, int kStages>
 __global__ void __launch_bounds__(kThreads)
     flash_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-                     T* __restrict__ o, course::AttentionParams p, float scale) {
+                     T* __restrict__ o, float* __restrict__ lse, course::AttentionParams p, float scale) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* Qs = reinterpret_cast<T*>(smem_raw);
   T* Ks = Qs + kBr * D;                 // kStages tiles of kBc × D
@@ -309,7 +309,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   cp_async_wait<0>();  // nothing may be in flight into shared memory when the block exits
 
-  // Epilogue: O / ℓ (zeros for rows that saw nothing), 16-bit stores.
+  // Epilogue: O / ℓ (zeros for rows that saw nothing), 16-bit stores; with lse, also
+  // L_i = m_i + ln ℓ_i (−inf for a row that saw nothing), written by the quad's lane t4 = 0.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float l = l_acc[2 * r];
@@ -320,27 +321,30 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int n = 0; n < D / 8; ++n)
         *reinterpret_cast<uint32_t*>(out + n * 8) = pack2<T>(acc[n][2 * r] * inv, acc[n][2 * r + 1] * inv);
+      if (lse != nullptr && t4 == 0)
+        lse[(int64_t(b) * p.heads_q + h) * Nq + row] = l > 0.f ? m_row[r] + logf(l) : -INFINITY;
     }
   }
 }
 
 template <class T, int D, int kStages>
-void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p, cudaStream_t stream) {
+void launch(const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
+            cudaStream_t stream) {
   using C = MmaConfig<T, D, kStages>;
   auto kernel = flash_mma_kernel<T, D, kStages>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
   const dim3 grid((p.seq_q + kBr - 1) / kBr, p.heads_q, p.batch);
-  kernel<<<grid, kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p, p.softmax_scale());
+  kernel<<<grid, kThreads, C::kSmemBytes, stream>>>(q, k, v, o, lse, p, p.softmax_scale());
   CUDA_CHECK_LAUNCH();
 }
 
 // The deepest K/V pipeline whose shared memory fits the block limit.
 template <class T, int D>
-void launch_deepest_fitting(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
+void launch_deepest_fitting(const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
                             cudaStream_t stream) {
   const size_t limit = size_t(course::smem_limit_per_block());
-  if (MmaConfig<T, D, 3>::kSmemBytes <= limit) launch<T, D, 3>(q, k, v, o, p, stream);
-  else if (MmaConfig<T, D, 2>::kSmemBytes <= limit) launch<T, D, 2>(q, k, v, o, p, stream);
+  if (MmaConfig<T, D, 3>::kSmemBytes <= limit) launch<T, D, 3>(q, k, v, o, lse, p, stream);
+  else if (MmaConfig<T, D, 2>::kSmemBytes <= limit) launch<T, D, 2>(q, k, v, o, lse, p, stream);
   else
     throw std::runtime_error("flash_attention_mma: needs " + std::to_string(MmaConfig<T, D, 2>::kSmemBytes) +
                              " bytes of shared memory per block, the limit is " + std::to_string(limit));
@@ -348,25 +352,36 @@ void launch_deepest_fitting(const T* q, const T* k, const T* v, T* o, const cour
 
 
 template <class T>
-void flash_attention_mma_impl(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
+void flash_attention_mma_impl(const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
                               cudaStream_t stream) {
   const char* fn = "flash_attention_mma";
   course::require_attention_tensors(q, k, v, o, p, fn);
+  if (lse != nullptr) course::require_aligned(lse, 4, fn, "lse");
   course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
-  if (p.head_dim == 64) launch_deepest_fitting<T, 64>(q, k, v, o, p, stream);
-  else launch_deepest_fitting<T, 128>(q, k, v, o, p, stream);
+  if (p.head_dim == 64) launch_deepest_fitting<T, 64>(q, k, v, o, lse, p, stream);
+  else launch_deepest_fitting<T, 128>(q, k, v, o, lse, p, stream);
 }
 
 }  // namespace
 
 void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o,
                          const course::AttentionParams& p, cudaStream_t stream) {
-  flash_attention_mma_impl(q, k, v, o, p, stream);
+  flash_attention_mma_impl(q, k, v, o, static_cast<float*>(nullptr), p, stream);
 }
 
 void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                          __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream) {
-  flash_attention_mma_impl(q, k, v, o, p, stream);
+  flash_attention_mma_impl(q, k, v, o, static_cast<float*>(nullptr), p, stream);
+}
+
+void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
+                         const course::AttentionParams& p, cudaStream_t stream) {
+  flash_attention_mma_impl(q, k, v, o, lse, p, stream);
+}
+
+void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                         __nv_bfloat16* o, float* lse, const course::AttentionParams& p, cudaStream_t stream) {
+  flash_attention_mma_impl(q, k, v, o, lse, p, stream);
 }

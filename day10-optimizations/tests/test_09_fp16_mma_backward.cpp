@@ -1,0 +1,535 @@
+// Tests for day10/09_fp16_mma_backward: the FlashAttention-2 backward pass on mma.sync, fp16 and
+// bf16, against the fp64 CPU reference (common/reference_backward.h) run on the SAME
+// 16-bit-rounded inputs. Every case runs for both types and checks dQ, dK and dV, each with the
+// shared compare() (NaN-poisoned outputs between guard regions, so "never written" and "wrote out
+// of bounds" are reported as such). The workspace is NaN-poisoned too: what it holds on entry
+// must not matter.
+//
+// What the kernel is given, as a training step would give it: Q, K, V and dO rounded to the
+// 16-bit type, O = the reference's output rounded to the type (what a 16-bit forward writes) and
+// L = the reference's log-sum-exp in fp32.
+//
+// Tolerances (grad_tolerance below). Gradients have no natural unit (dQ is about
+// scale · sqrt(D / Nk) of dV's size), so the element-wise bound is relative to the rms of the
+// reference tensor: |out − ref| <= a · rms(ref) + r · |ref|, and the relative L2 error <= l, with
+//   fp16: a = 1e-2, r = 1e-2, l = 2e-3        bf16: a = 5e-2, r = 5e-2, l = 8e-3.
+// A correct kernel errs by about 3e-4 (fp16) and 2.5e-3 (bf16) in relative L2: the rounding of P
+// and dS to the 16-bit type where they are mma operands, of D_i's O and of the outputs (measured
+// by a CPU emulation of exactly those roundings over this file's shapes). The targeted bugs cost:
+//   * dS without − D_i, a missing causal mask, scale missing on dQ or dK, dK/dV of one head of a
+//     group: relative errors of order 1;
+//   * dQ accumulated in 16 bits across key blocks: see "dQ accumulates in fp32 across key blocks";
+//   * D_i's sensitivity to O's rounding at large logits: see "logits of magnitude 1e3".
+//
+// The [index] cases check bwd_query_tiles, bwd_acc_key and bwd_acc_query on the CPU alone (no
+// CUDA call): `build/bin/sol_09_fp16_mma_backward "[index]"` runs them without a GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "09_fp16_mma_backward.h"
+#include "gpu_test.h"
+#include "reference_backward.h"
+
+using course::AttentionParams;
+using course::DeviceBuffer;
+
+namespace {
+
+// The two 16-bit types: rounding, encoding, decoding, and the gradient tolerance's factors.
+struct Fp16 {
+  using T = __half;
+  static constexpr const char* name = "fp16";
+  static std::vector<float> round(const std::vector<float>& x) { return course::round_to_half(x); }
+  static float round1(float x) { return course::round_to_half(x); }
+  static std::vector<uint16_t> bits(const std::vector<float>& x) { return course::to_half_bits(x); }
+  static std::vector<float> decode(const std::vector<uint16_t>& b) { return course::half_bits_to_float(b); }
+  static constexpr double kAtolRms = 1e-2, kRtol = 1e-2, kRelL2 = 2e-3;
+};
+struct Bf16 {
+  using T = __nv_bfloat16;
+  static constexpr const char* name = "bf16";
+  static std::vector<float> round(const std::vector<float>& x) { return course::round_to_bf16(x); }
+  static float round1(float x) { return course::round_to_bf16(x); }
+  static std::vector<uint16_t> bits(const std::vector<float>& x) { return course::to_bf16_bits(x); }
+  static std::vector<float> decode(const std::vector<uint16_t>& b) { return course::bf16_bits_to_float(b); }
+  static constexpr double kAtolRms = 5e-2, kRtol = 5e-2, kRelL2 = 8e-3;
+};
+
+template <class Ty>
+const typename Ty::T* as_t(const DeviceBuffer<uint16_t>& b) { return reinterpret_cast<const typename Ty::T*>(b.data()); }
+template <class Ty>
+typename Ty::T* as_t(DeviceBuffer<uint16_t>& b) { return reinterpret_cast<typename Ty::T*>(b.data()); }
+
+double rms(const std::vector<float>& x) {
+  double s = 0.0;
+  for (float v : x) s += double(v) * v;
+  return x.empty() ? 0.0 : std::sqrt(s / double(x.size()));
+}
+
+// |out − ref| <= a·s + r·|ref| and rel L2 <= l, with s = rms(ref), or `floor` when that is larger
+// (a reference that is exactly zero, e.g. dQ and dK with a single key, has no scale of its own;
+// its relative L2 error is then undefined and only the element-wise bound applies).
+template <class Ty>
+course::Tolerance grad_tolerance(const std::vector<float>& ref, double floor) {
+  const double s = rms(ref);
+  return {Ty::kAtolRms * std::max(s, floor), Ty::kRtol, s > 0.0 ? Ty::kRelL2 : INFINITY,
+          Ty::kRelL2 < 5e-3 ? "fp16 gradient (atol relative to rms(ref))" : "bf16 gradient (atol relative to rms(ref))"};
+}
+
+// Rounded inputs of one problem (fp32 values exactly representable in the 16-bit type).
+struct Inputs {
+  std::vector<float> q, k, v, d_o;
+};
+
+template <class Ty>
+Inputs rounded(Inputs in) {
+  in.q = Ty::round(in.q);
+  in.k = Ty::round(in.k);
+  in.v = Ty::round(in.v);
+  in.d_o = Ty::round(in.d_o);
+  return in;
+}
+
+// 16-bit bits with `pad` NaN elements appended (the tensor is followed by garbage in memory).
+template <class Ty>
+std::vector<uint16_t> bits_padded(const std::vector<float>& x, size_t pad) {
+  std::vector<uint16_t> b = Ty::bits(x);
+  b.resize(b.size() + pad, uint16_t(0x7FC0));  // NaN in fp16 and bf16
+  return b;
+}
+
+// Launches the backward on `in` and compares dQ, dK, dV with the reference. nan_pad: NaN
+// elements placed after q, k, v, o, d_o and lse in memory.
+template <class Ty>
+void run_and_compare(const AttentionParams& p, const Inputs& in, size_t nan_pad = 0) {
+  const auto ref = course::ref::attention_backward(in.q, in.k, in.v, in.d_o, p);
+  const size_t pad = nan_pad * size_t(p.head_dim);
+  auto d_q = course::to_device(bits_padded<Ty>(in.q, pad));
+  auto d_k = course::to_device(bits_padded<Ty>(in.k, pad));
+  auto d_v = course::to_device(bits_padded<Ty>(in.v, pad));
+  auto d_o = course::to_device(bits_padded<Ty>(Ty::round(ref.o), pad));  // O as a 16-bit forward writes it
+  auto d_do = course::to_device(bits_padded<Ty>(in.d_o, pad));
+  std::vector<float> lse = ref.lse;
+  lse.resize(lse.size() + nan_pad, std::numeric_limits<float>::quiet_NaN());
+  auto d_lse = course::to_device(lse);
+  DeviceBuffer<uint16_t> d_dq(size_t(p.q_elems())), d_dk(size_t(p.kv_elems())), d_dv(size_t(p.kv_elems()));
+  d_dq.poison();
+  d_dk.poison();
+  d_dv.poison();
+  DeviceBuffer<float> ws((flash_attention_mma_backward_workspace_bytes(p) + 3) / 4);
+  ws.poison();
+  flash_attention_mma_backward(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), as_t<Ty>(d_do),
+                               d_lse.data(), as_t<Ty>(d_dq), as_t<Ty>(d_dk), as_t<Ty>(d_dv), ws.data(), p);
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  const double floor = 1e-3 * rms(ref.dv);
+  const course::Dims qdims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}};
+  const course::Dims kdims{{"b", p.batch}, {"h_kv", p.heads_kv}, {"j", p.seq_k}, {"d", p.head_dim}};
+  struct Grad {
+    const char* name;
+    const DeviceBuffer<uint16_t>& out;
+    const std::vector<float>& ref;
+    const course::Dims& dims;
+  };
+  for (const Grad& gr : {Grad{"dQ", d_dq, ref.dq, qdims}, Grad{"dK", d_dk, ref.dk, kdims},
+                         Grad{"dV", d_dv, ref.dv, kdims}}) {
+    const auto r = course::compare(Ty::decode(gr.out.download()), gr.ref, gr.dims,
+                                   grad_tolerance<Ty>(gr.ref, floor), gr.out.guard_damage());
+    if (!r.ok) FAIL_CHECK(gr.name << ": " << r.report);
+    else SUCCEED(gr.name << " matches the reference");
+  }
+}
+
+struct Case {
+  int b, h, nq, nk, d;
+  bool causal;
+  const char* why;
+  int h_kv = 0;  // 0: MHA (Hkv = Hq)
+};
+
+AttentionParams params_of(const Case& c) {
+  return AttentionParams::make(c.b, c.h, c.h_kv > 0 ? c.h_kv : c.h, c.nq, c.nk, c.d, c.causal);
+}
+
+#define CASE_INFO(Ty, c, p, seed)                                                                        \
+  INFO(Ty::name << " B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq      \
+                << " Nk=" << (c).nk << " D=" << (c).d << ((c).causal ? " causal" : "") << " (" << (c).why \
+                << "), seed = " << (seed) << " (set COURSE_SEED to vary)")
+
+Inputs normal_inputs(const AttentionParams& p, uint64_t seed) {
+  return {course::random_normal(size_t(p.q_elems()), seed), course::random_normal(size_t(p.kv_elems()), seed + 1),
+          course::random_normal(size_t(p.kv_elems()), seed + 2), course::random_normal(size_t(p.q_elems()), seed + 3)};
+}
+
+template <class Ty>
+void run_grid_t(const std::string& name, const std::vector<Case>& cases) {
+  for (size_t idx = 0; idx < cases.size(); ++idx) {
+    const Case& c = cases[idx];
+    const AttentionParams p = params_of(c);
+    const uint64_t seed = course::case_seed(name + "_" + Ty::name, int64_t(idx));
+    CASE_INFO(Ty, c, p, seed);
+    run_and_compare<Ty>(p, rounded<Ty>(normal_inputs(p, seed)));
+  }
+}
+
+void run_grid(const std::string& name, const std::vector<Case>& cases) {
+  run_grid_t<Fp16>(name, cases);
+  run_grid_t<Bf16>(name, cases);
+}
+
+// Sets COURSE_SMEM_LIMIT for one scope, so the launcher picks what a smaller GPU would.
+class SmemLimitOverride {
+ public:
+  explicit SmemLimitOverride(const char* bytes) {
+    if (const char* old = std::getenv("COURSE_SMEM_LIMIT")) old_ = old, had_ = true;
+    setenv("COURSE_SMEM_LIMIT", bytes, 1);
+  }
+  ~SmemLimitOverride() {
+    if (had_) setenv("COURSE_SMEM_LIMIT", old_.c_str(), 1);
+    else unsetenv("COURSE_SMEM_LIMIT");
+  }
+  SmemLimitOverride(const SmemLimitOverride&) = delete;
+  SmemLimitOverride& operator=(const SmemLimitOverride&) = delete;
+
+ private:
+  std::string old_;
+  bool had_ = false;
+};
+
+// Counts failed index checks and reports the first few.
+struct IndexFailures {
+  long checks = 0, failed = 0;
+  void check(bool ok, const std::string& what) {
+    ++checks;
+    if (!ok && ++failed <= 8) FAIL_CHECK(what);
+  }
+  void summary(const char* name) {
+    INFO(failed << " of " << checks << " checks of " << name << " failed");
+    CHECK(failed == 0);
+  }
+};
+
+// The PTX ISA's m16n8k16 C/D fragment (16 × 8, four .f32 c0..c3 per lane), as the ISA states it:
+// groupID = laneid >> 2, threadID_in_group = laneid % 4; row = groupID for c0, c1 and
+// groupID + 8 for c2, c3; col = threadID_in_group * 2 + (i & 0x1).
+std::pair<int, int> ptx_c_row_col(int laneid, int i) {
+  const int group_id = laneid >> 2, thread_id_in_group = laneid % 4;
+  return {i < 2 ? group_id : group_id + 8, thread_id_in_group * 2 + (i & 0x1)};
+}
+
+}  // namespace
+
+TEST_CASE("bwd_query_tiles: exactly the query tiles whose rows see the block's keys", "[index][quick]") {
+  IndexFailures f;
+  for (int causal = 0; causal < 2; ++causal) {
+    for (int nq = 1; nq <= 40; ++nq) {
+      for (int nk = 1; nk <= 40; ++nk) {
+        const AttentionParams p = AttentionParams::make(1, 1, 1, nq, nk, 64, causal != 0);
+        for (int br : {1, 3, 8, 16, 64}) {
+          const int n_q_tiles = (nq + br - 1) / br;
+          for (int k0 = 0; k0 < nk; ++k0) {
+            const BwdTileRange r = bwd_query_tiles(k0, nq, nk, causal != 0, br);
+            std::ostringstream at;
+            at << "bwd_query_tiles(k0 = " << k0 << ", seq_q = " << nq << ", seq_k = " << nk
+               << (causal ? ", causal" : ", not causal") << ", br = " << br << ") = [" << r.begin << ", " << r.end
+               << ")";
+            // Brute force: tile t is needed iff one of its rows i < nq sees key k0.
+            int want_begin = -1, want_end = -1;
+            for (int t = 0; t < n_q_tiles; ++t) {
+              bool sees = false;
+              for (int i = t * br; i < std::min((t + 1) * br, nq); ++i) sees = sees || p.key_visible(i, k0);
+              if (sees && want_begin < 0) want_begin = t;
+              if (sees) want_end = t + 1;
+            }
+            f.check(r.begin == want_begin && r.end == want_end,
+                    at.str() + ", expected [" + std::to_string(want_begin) + ", " + std::to_string(want_end) +
+                        ") (the tiles holding a row i that sees key k0" +
+                        (causal ? ": k0 <= i + seq_k - seq_q)" : ": every row)"));
+            // And no tile outside the range has a row that sees a later key of a 16-key block.
+            if (nq <= 24 && nk <= 24) {
+              const int bc = 16;
+              for (int t = 0; t < n_q_tiles; ++t) {
+                if (t >= r.begin && t < r.end) continue;
+                for (int i = t * br; i < std::min((t + 1) * br, nq); ++i)
+                  for (int j = k0; j < std::min(k0 + bc, nk); ++j)
+                    if (p.key_visible(i, j))
+                      f.check(false, at.str() + ": tile " + std::to_string(t) + " is left out, but its row " +
+                                         std::to_string(i) + " sees key " + std::to_string(j) + " of a block of " +
+                                         std::to_string(bc) + " keys");
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  f.summary("bwd_query_tiles");
+}
+
+TEST_CASE("bwd_acc_key, bwd_acc_query: every lane and element lands where the PTX accumulator layout puts it",
+          "[index][quick]") {
+  IndexFailures f;
+  for (int key0 : {0, 16, 112, 4080}) {
+    for (int q0 : {0, 64, 1024}) {
+      for (int n = 0; n < 8; ++n) {
+        std::set<std::pair<int, int>> seen;  // (key, query) of fragment n over all lanes and elements
+        for (int lane = 0; lane < 32; ++lane) {
+          for (int e = 0; e < 4; ++e) {
+            const auto rc = ptx_c_row_col(lane, e);
+            const int want_key = key0 + rc.first, want_query = q0 + 8 * n + rc.second;
+            const int key = bwd_acc_key(lane, e, key0), query = bwd_acc_query(lane, n, e, q0);
+            std::ostringstream at;
+            at << "lane " << lane << " (g = " << lane / 4 << ", t4 = " << lane % 4 << "), element " << e
+               << ", fragment n = " << n << ", key0 = " << key0 << ", q0 = " << q0 << ": ";
+            f.check(key == want_key, at.str() + "bwd_acc_key gave " + std::to_string(key) + ", expected " +
+                                         std::to_string(want_key) + " (the PTX C layout puts c" + std::to_string(e) +
+                                         " in row " + std::to_string(rc.first) + "; the rows of Sᵀ are keys)");
+            f.check(query == want_query, at.str() + "bwd_acc_query gave " + std::to_string(query) + ", expected " +
+                                             std::to_string(want_query) + " (the PTX C layout puts c" +
+                                             std::to_string(e) + " in column " + std::to_string(rc.second) +
+                                             " of fragment n's 8 queries)");
+            seen.insert({key, query});
+          }
+        }
+        std::ostringstream at;
+        at << "fragment n = " << n << ", key0 = " << key0 << ", q0 = " << q0 << ": the 32 lanes × 4 elements cover "
+           << seen.size() << " distinct (key, query) positions, expected all 16 × 8 = 128";
+        f.check(seen.size() == 128, at.str());
+      }
+    }
+  }
+  f.summary("bwd_acc_key / bwd_acc_query");
+}
+
+TEST_CASE("flash_attention_mma_backward: small shapes and N = 1", "[day10][fp16_mma_backward][quick]") {
+  run_grid("bwd_small", {
+      {1, 1, 1, 1, 64, false, "N = 1: one query, one key (dQ = dK = 0 exactly)"},
+      {1, 2, 1, 1, 128, true, "N = 1, causal"},
+      {2, 3, 17, 17, 64, true, "below one tile"},
+      {1, 2, 67, 67, 128, false, "not a tile multiple"},
+      {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
+      {1, 1, 5, 200, 128, false, "short query, keys over two key blocks"},
+      {1, 1, 16, 16, 64, true, "causal within one fragment: rows g and g+8"},
+  });
+}
+
+TEST_CASE("flash_attention_mma_backward: Nq != Nk, causal alignment is bottom-right", "[day10][fp16_mma_backward][quick]") {
+  run_grid("bwd_nq_ne_nk", {
+      {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
+      {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
+      {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, their dQ is zero"},
+      {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
+      {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
+  });
+}
+
+TEST_CASE("flash_attention_mma_backward: GQA, dK and dV summed over the group", "[day10][fp16_mma_backward][quick]") {
+  run_grid("bwd_gqa", {
+      {1, 8, 67, 67, 64, true, "(8,8) MHA, causal", 8},
+      {1, 8, 67, 130, 64, true, "(8,2), causal, Nq < Nk", 2},
+      {1, 8, 100, 37, 128, false, "(8,1) MQA, Nq > Nk", 1},
+      {1, 8, 130, 130, 128, true, "(8,1) MQA, causal", 1},
+      {1, 32, 40, 70, 64, false, "(32,8)", 8},
+      {2, 32, 33, 33, 128, true, "(32,8), causal, batch 2", 8},
+  });
+}
+
+TEST_CASE("flash_attention_mma_backward: tile boundaries, head dims and longer sequences", "[day10][fp16_mma_backward]") {
+  run_grid("bwd_grid", {
+      {1, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
+      {1, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
+      {1, 3, 64, 128, 64, true, "exactly one query tile and one key block"},
+      {1, 1, 65, 129, 128, true, "one past a tile boundary, both ways"},
+      {1, 2, 511, 1537, 128, true, "chunked prefill over many key blocks"},
+      {1, 2, 2048, 2048, 64, true, "2048, causal"},
+      {1, 32, 256, 256, 128, true, "(32,8) over several query tiles", 8},
+  });
+}
+
+// Logits of about ±1e3: Q and K are multiples of 1/16 (exact in both types), scale = 64, so
+// every logit is exact in fp32 and many reach ±1e3. Any exp of an unsubtracted score overflows
+// (fp32 overflows past 88); P must be exp(S − L_i) with the given L_i. Most rows are then nearly
+// one-hot, and for those D_i = dO_i·O_i is a difference-sensitive quantity: dP_ij − D_i is tiny for
+// the winning key, and the 16-bit rounding of O (the forward's output, which is all the backward
+// gets) would move D_i by more than that difference. So that the test judges the kernel and not
+// that inherent rounding, dO_i is made orthogonal to the rounding error of O_i before dO is
+// itself rounded (dO_i·O16_i = dO_i·O_i up to second order): the usual bounds then apply.
+TEST_CASE("flash_attention_mma_backward: logits of magnitude 1e3", "[day10][fp16_mma_backward][quick]") {
+  const std::vector<Case> cases{{1, 2, 150, 150, 64, false, "large logits"},
+                                {1, 2, 150, 150, 128, true, "large logits, causal"},
+                                {1, 1, 40, 300, 128, true, "large logits, Nq < Nk"},
+                                {1, 4, 90, 90, 64, true, "large logits, GQA (4,2)", 2}};
+  auto run = [&](auto ty) {
+    using Ty = decltype(ty);
+    for (size_t idx = 0; idx < cases.size(); ++idx) {
+      const Case& c = cases[idx];
+      AttentionParams p = params_of(c);
+      p.scale = 64.f;
+      const uint64_t seed = course::case_seed(std::string("bwd_magnitude_") + Ty::name, int64_t(idx));
+      CASE_INFO(Ty, c, p, seed);
+      INFO("scale = 64: logits spread over about ±1e3");
+      Inputs in{course::random_normal_sixteenths(size_t(p.q_elems()), seed),
+                course::random_normal_sixteenths(size_t(p.kv_elems()), seed + 1),
+                course::random_normal(size_t(p.kv_elems()), seed + 2), course::random_normal(size_t(p.q_elems()), seed + 3)};
+      in = rounded<Ty>(in);
+      const auto fwd = course::ref::attention_forward_lse(in.q, in.k, in.v, p);
+      const int D = p.head_dim;
+      for (size_t row = 0; row < in.d_o.size() / size_t(D); ++row) {
+        double ee = 0.0, de = 0.0;
+        std::vector<double> err(static_cast<size_t>(D));
+        for (int d = 0; d < D; ++d) {
+          const size_t x = row * size_t(D) + size_t(d);
+          err[size_t(d)] = double(Ty::round1(fwd.o[x])) - double(fwd.o[x]);
+          ee += err[size_t(d)] * err[size_t(d)];
+          de += err[size_t(d)] * in.d_o[x];
+        }
+        if (ee > 0.0)
+          for (int d = 0; d < D; ++d) in.d_o[row * size_t(D) + size_t(d)] -= float(de / ee * err[size_t(d)]);
+      }
+      in.d_o = Ty::round(in.d_o);
+      run_and_compare<Ty>(p, in);
+    }
+  };
+  run(Fp16{});
+  run(Bf16{});
+}
+
+// dQ_i = scale · Σ_j dS_ij K_j is summed over the key blocks, one atomic addition per block. Here
+// the partial sums are large and cancel: K_j = w + noise for every key (Σ_j dS_ij = 0 removes
+// w from the total), and V_j = +u + noise for the first half of the keys, −u + noise for the
+// second, so that dS_ij has one sign over the first half and the other over the second. After
+// half the key blocks the running sum of a row is about |w|·|dO_i·u|/2, many times the final
+// dQ_i. An accumulator that rounds to 16 bits after each block loses ~2^-11 (fp16) or ~2^-8
+// (bf16) of that running sum per block: 10 to 50 times the bound (emulated on the CPU), while
+// fp32 atomics lose nothing measurable.
+TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key blocks", "[day10][fp16_mma_backward][quick]") {
+  const std::vector<Case> cases{{1, 2, 64, 4096, 64, false, "64 queries, 4096 keys (32 or 64 key blocks)"},
+                                {1, 2, 40, 2000, 128, false, "40 queries, 2000 keys, D=128"},
+                                {1, 2, 40, 1000, 128, true, "40 queries, 1000 keys, causal"}};
+  auto run = [&](auto ty) {
+    using Ty = decltype(ty);
+    for (size_t idx = 0; idx < cases.size(); ++idx) {
+      const Case& c = cases[idx];
+      const AttentionParams p = params_of(c);
+      const uint64_t seed = course::case_seed(std::string("bwd_dq_fp32_") + Ty::name, int64_t(idx));
+      CASE_INFO(Ty, c, p, seed);
+      INFO("K_j = w + noise, V_j = ±u + noise (+ for the first half of the keys): large partial sums of dQ that cancel");
+      const int D = p.head_dim, Nk = p.seq_k;
+      Inputs in{course::random_normal(size_t(p.q_elems()), seed, 0.f, 0.5f),
+                course::random_normal(size_t(p.kv_elems()), seed + 1),
+                course::random_normal(size_t(p.kv_elems()), seed + 2, 0.f, 0.5f),
+                course::random_normal(size_t(p.q_elems()), seed + 3)};
+      const auto w = course::random_normal(size_t(D), seed + 4), u = course::random_normal(size_t(D), seed + 5);
+      for (size_t r = 0; r < in.k.size() / size_t(D); ++r) {
+        const float sign = int(r % size_t(Nk)) < Nk / 2 ? 1.f : -1.f;
+        for (int d = 0; d < D; ++d) {
+          in.k[r * size_t(D) + size_t(d)] += w[size_t(d)];
+          in.v[r * size_t(D) + size_t(d)] += sign * u[size_t(d)];
+        }
+      }
+      run_and_compare<Ty>(p, rounded<Ty>(in));
+    }
+  };
+  run(Fp16{});
+  run(Bf16{});
+}
+
+// Q, K, V, O, dO (and L) are followed in memory by 64 rows of NaN: a kernel that reads past Nq or
+// Nk, or gives the zero-filled rows of a partial tile any NaN, turns gradients into NaN.
+TEST_CASE("flash_attention_mma_backward: nothing past the end of the inputs is read", "[day10][fp16_mma_backward][quick]") {
+  const Case cases[] = {{1, 1, 67, 67, 64, false, "NaN rows after every input"},
+                        {1, 1, 33, 100, 128, true, "NaN rows after every input, causal"},
+                        {1, 1, 129, 65, 64, true, "NaN rows after every input, Nq > Nk"}};
+  auto run = [&](auto ty) {
+    using Ty = decltype(ty);
+    for (size_t idx = 0; idx < 3; ++idx) {
+      const Case& c = cases[idx];
+      const AttentionParams p = params_of(c);
+      const uint64_t seed = course::case_seed(std::string("bwd_tail_nan_") + Ty::name, int64_t(idx));
+      CASE_INFO(Ty, c, p, seed);
+      run_and_compare<Ty>(p, rounded<Ty>(normal_inputs(p, seed)), 64);
+    }
+  };
+  run(Fp16{});
+  run(Bf16{});
+}
+
+// 99 KiB (consumer Ampere/Ada): D = 128 runs the 64-key, 4-warp, single-stage configuration, D = 64
+// still the 128-key one; at 80 000 bytes D = 64 switches too. Same answers expected.
+TEST_CASE("flash_attention_mma_backward: the configuration of smaller GPUs", "[day10][fp16_mma_backward][quick]") {
+  {
+    SmemLimitOverride override_limit("101376");
+    INFO("COURSE_SMEM_LIMIT=101376");
+    run_grid("bwd_smem_99k", {
+        {1, 2, 67, 300, 128, true, "tails, causal, D=128"},
+        {1, 4, 100, 37, 128, true, "Nq > Nk, GQA (4,2), D=128", 2},
+        {1, 2, 70, 200, 64, true, "tails, causal, D=64"},
+    });
+  }
+  {
+    SmemLimitOverride override_limit("80000");
+    INFO("COURSE_SMEM_LIMIT=80000");
+    run_grid("bwd_smem_80k", {
+        {1, 2, 67, 300, 64, true, "tails, causal, D=64"},
+        {1, 4, 100, 37, 64, false, "Nq > Nk, GQA (4,1), D=64", 1},
+    });
+  }
+}
+
+TEST_CASE("flash_attention_mma_backward rejects bad arguments before launching anything",
+          "[day10][fp16_mma_backward][args][quick]") {
+  const AttentionParams good = AttentionParams::make(1, 2, 2, 8, 8, 64);
+  DeviceBuffer<uint16_t> x16(size_t(good.q_elems())), out(size_t(good.q_elems()));
+  DeviceBuffer<float> lse(size_t(good.batch * good.heads_q * good.seq_q));
+  DeviceBuffer<float> ws((flash_attention_mma_backward_workspace_bytes(good) + 3) / 4);
+  x16.fill_zero();
+  lse.fill_zero();
+  out.poison();
+  auto with = [&](auto edit) {
+    AttentionParams p = good;
+    edit(p);
+    return p;
+  };
+  auto run = [&](auto ty) {
+    using Ty = decltype(ty);
+    using T = typename Ty::T;
+    INFO(Ty::name);
+    const T* x = as_t<Ty>(x16);
+    T* y = as_t<Ty>(out);
+    const float* l = lse.data();
+    float* w = ws.data();
+    COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention_mma_backward(nullptr, x, x, x, x, l, y, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("k", flash_attention_mma_backward(x, nullptr, x, x, x, l, y, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("v", flash_attention_mma_backward(x, x, nullptr, x, x, l, y, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("o", flash_attention_mma_backward(x, x, x, nullptr, x, l, y, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("d_o", flash_attention_mma_backward(x, x, x, x, nullptr, l, y, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("lse", flash_attention_mma_backward(x, x, x, x, x, nullptr, y, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("dq", flash_attention_mma_backward(x, x, x, x, x, l, nullptr, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("dk", flash_attention_mma_backward(x, x, x, x, x, l, y, nullptr, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("dv", flash_attention_mma_backward(x, x, x, x, x, l, y, y, nullptr, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("workspace", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, nullptr, good));
+    COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention_mma_backward(x + 1, x, x, x, x, l, y, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("d_o", flash_attention_mma_backward(x, x, x, x, x + 4, l, y, y, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("dk", flash_attention_mma_backward(x, x, x, x, x, l, y, y + 2, y, w, good));
+    COURSE_CHECK_INVALID_ARGUMENT("workspace", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w + 1, good));
+    COURSE_CHECK_INVALID_ARGUMENT("batch", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.batch = 0; })));
+    COURSE_CHECK_INVALID_ARGUMENT("heads_q", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.heads_q = 0; })));
+    COURSE_CHECK_INVALID_ARGUMENT("heads_kv", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.heads_kv = 3; })));
+    COURSE_CHECK_INVALID_ARGUMENT("seq_q", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.seq_q = 0; })));
+    COURSE_CHECK_INVALID_ARGUMENT("seq_k", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.seq_k = -3; })));
+    COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.head_dim = 32; })));
+    COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.head_dim = 80; })));
+    COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.window = 16; })));
+  };
+  run(Fp16{});
+  run(Bf16{});
+  CUDA_CHECK(cudaDeviceSynchronize());
+  for (uint16_t h : out.download()) CHECK(h == course::kPoisonF16Bits);  // nothing was written
+}
