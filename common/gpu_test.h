@@ -11,6 +11,7 @@
 // and its guards back and runs compare(); on failure the whole report goes into the log.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -47,6 +48,26 @@ std::string invalid_argument_problem(Fn&& fn, const std::string& field) {
   }
   return "expected std::invalid_argument naming '" + field + "', but the call returned normally";
 }
+
+// Sets COURSE_SMEM_LIMIT for one scope (common/smem_limit.h), so a launcher picks the tile
+// configuration a GPU with less shared memory would, and restores the old value afterwards.
+class ScopedSmemLimit {
+ public:
+  explicit ScopedSmemLimit(const char* bytes) {
+    if (const char* old = std::getenv("COURSE_SMEM_LIMIT")) old_ = old, had_ = true;
+    setenv("COURSE_SMEM_LIMIT", bytes, 1);
+  }
+  ~ScopedSmemLimit() {
+    if (had_) setenv("COURSE_SMEM_LIMIT", old_.c_str(), 1);
+    else unsetenv("COURSE_SMEM_LIMIT");
+  }
+  ScopedSmemLimit(const ScopedSmemLimit&) = delete;
+  ScopedSmemLimit& operator=(const ScopedSmemLimit&) = delete;
+
+ private:
+  std::string old_;
+  bool had_ = false;
+};
 
 }  // namespace course
 

@@ -68,24 +68,6 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
   }
 }
 
-// Sets COURSE_SMEM_LIMIT for one scope, so the launcher picks what a smaller GPU would.
-class SmemLimitOverride {
- public:
-  explicit SmemLimitOverride(const char* bytes) {
-    if (const char* old = std::getenv("COURSE_SMEM_LIMIT")) old_ = old, had_ = true;
-    setenv("COURSE_SMEM_LIMIT", bytes, 1);
-  }
-  ~SmemLimitOverride() {
-    if (had_) setenv("COURSE_SMEM_LIMIT", old_.c_str(), 1);
-    else unsetenv("COURSE_SMEM_LIMIT");
-  }
-  SmemLimitOverride(const SmemLimitOverride&) = delete;
-  SmemLimitOverride& operator=(const SmemLimitOverride&) = delete;
-
- private:
-  std::string old_;
-  bool had_ = false;
-};
 
 }  // namespace
 
@@ -208,7 +190,7 @@ TEST_CASE("flash_attention_wmma: nothing past the end of K and V is read", "[day
 // stage and, at D = 128, 32-row query tiles. Same answers expected.
 TEST_CASE("flash_attention_wmma: the configurations of smaller GPUs", "[day10][fp16_wmma][quick]") {
   for (const char* limit : {"101376", "65536"}) {
-    SmemLimitOverride override_limit(limit);
+    course::ScopedSmemLimit override_limit(limit);
     INFO("COURSE_SMEM_LIMIT=" << limit);
     run_grid(std::string("wmma_smem_") + limit, {
         {1, 2, 67, 67, 128, true, "tails, causal, D=128"},

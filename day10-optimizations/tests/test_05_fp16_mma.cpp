@@ -27,6 +27,7 @@
 
 #include "05_fp16_mma.h"
 #include "gpu_test.h"
+#include "half_types.h"
 #include "reference.h"
 #include "reference_backward.h"
 
@@ -36,27 +37,10 @@ using course::DeviceBuffer;
 namespace {
 
 // The two 16-bit types: how the host rounds to them, encodes and decodes them, and the tolerance.
-struct Fp16 {
-  using T = __half;
-  static constexpr const char* name = "fp16";
-  static std::vector<float> round(const std::vector<float>& x) { return course::round_to_half(x); }
-  static std::vector<uint16_t> bits(const std::vector<float>& x) { return course::to_half_bits(x); }
-  static std::vector<float> decode(const std::vector<uint16_t>& b) { return course::half_bits_to_float(b); }
-  static course::Tolerance tolerance() { return course::Tolerance::fp16(); }
-};
-struct Bf16 {
-  using T = __nv_bfloat16;
-  static constexpr const char* name = "bf16";
-  static std::vector<float> round(const std::vector<float>& x) { return course::round_to_bf16(x); }
-  static std::vector<uint16_t> bits(const std::vector<float>& x) { return course::to_bf16_bits(x); }
-  static std::vector<float> decode(const std::vector<uint16_t>& b) { return course::bf16_bits_to_float(b); }
-  static course::Tolerance tolerance() { return course::Tolerance::bf16(); }
-};
+using Fp16 = course::Fp16Type;
+using Bf16 = course::Bf16Type;
 
-template <class Ty>
-const typename Ty::T* as_t(const DeviceBuffer<uint16_t>& b) { return reinterpret_cast<const typename Ty::T*>(b.data()); }
-template <class Ty>
-typename Ty::T* as_t(DeviceBuffer<uint16_t>& b) { return reinterpret_cast<typename Ty::T*>(b.data()); }
+using course::as_t;
 
 // Launches on already-encoded inputs (extra rows after K and V allowed) and compares O with the
 // reference on the rounded values q, k, v.
@@ -120,24 +104,6 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
   run_grid_t<Bf16>(name, cases);
 }
 
-// Sets COURSE_SMEM_LIMIT for one scope, so the launcher picks what a smaller GPU would.
-class SmemLimitOverride {
- public:
-  explicit SmemLimitOverride(const char* bytes) {
-    if (const char* old = std::getenv("COURSE_SMEM_LIMIT")) old_ = old, had_ = true;
-    setenv("COURSE_SMEM_LIMIT", bytes, 1);
-  }
-  ~SmemLimitOverride() {
-    if (had_) setenv("COURSE_SMEM_LIMIT", old_.c_str(), 1);
-    else unsetenv("COURSE_SMEM_LIMIT");
-  }
-  SmemLimitOverride(const SmemLimitOverride&) = delete;
-  SmemLimitOverride& operator=(const SmemLimitOverride&) = delete;
-
- private:
-  std::string old_;
-  bool had_ = false;
-};
 
 // ---- the PTX ISA's m16n8k16 fragment layouts (.f16/.bf16 A, .f32 C/D), as the ISA states them:
 // groupID = laneid >> 2, threadID_in_group = laneid % 4.
@@ -390,7 +356,7 @@ TEST_CASE("flash_attention_mma: bf16 output is rounded to nearest, not truncated
 
 // 99 KiB (consumer Ampere/Ada): D = 128 runs the 2-stage pipeline. Same answers expected.
 TEST_CASE("flash_attention_mma: the 2-stage pipeline of smaller GPUs", "[day10][fp16_mma][quick]") {
-  SmemLimitOverride override_limit("101376");
+  course::ScopedSmemLimit override_limit("101376");
   INFO("COURSE_SMEM_LIMIT=101376");
   run_grid("mma_smem_99k", {
       {1, 2, 67, 300, 128, true, "tails, causal, D=128"},

@@ -24,6 +24,7 @@
 
 #include "07_rope_yarn.h"
 #include "gpu_test.h"
+#include "half_types.h"
 #include "reference_rope.h"
 
 namespace {
@@ -34,27 +35,10 @@ using course::ref::RopeSpec;
 constexpr long double kTwoPiL = 6.283185307179586476925286766559005768L;
 
 // The two 16-bit types: how the host rounds to them, encodes and decodes them, the tolerance.
-struct Fp16 {
-  using T = __half;
-  static constexpr const char* name = "fp16";
-  static std::vector<float> round(const std::vector<float>& x) { return course::round_to_half(x); }
-  static std::vector<uint16_t> bits(const std::vector<float>& x) { return course::to_half_bits(x); }
-  static std::vector<float> decode(const std::vector<uint16_t>& b) { return course::half_bits_to_float(b); }
-  static course::Tolerance tolerance() { return course::Tolerance::fp16(); }
-};
-struct Bf16 {
-  using T = __nv_bfloat16;
-  static constexpr const char* name = "bf16";
-  static std::vector<float> round(const std::vector<float>& x) { return course::round_to_bf16(x); }
-  static std::vector<uint16_t> bits(const std::vector<float>& x) { return course::to_bf16_bits(x); }
-  static std::vector<float> decode(const std::vector<uint16_t>& b) { return course::bf16_bits_to_float(b); }
-  static course::Tolerance tolerance() { return course::Tolerance::bf16(); }
-};
+using Fp16 = course::Fp16Type;
+using Bf16 = course::Bf16Type;
 
-template <class Ty>
-const typename Ty::T* as_t(const DeviceBuffer<uint16_t>& b) { return reinterpret_cast<const typename Ty::T*>(b.data()); }
-template <class Ty>
-typename Ty::T* as_t(DeviceBuffer<uint16_t>& b) { return reinterpret_cast<typename Ty::T*>(b.data()); }
+using course::as_t;
 
 RopeSpec spec_of(const RopeParams& p) {
   RopeSpec s;

@@ -35,6 +35,7 @@
 
 #include "09_fp16_mma_backward.h"
 #include "gpu_test.h"
+#include "half_types.h"
 #include "reference_backward.h"
 
 using course::AttentionParams;
@@ -43,29 +44,15 @@ using course::DeviceBuffer;
 namespace {
 
 // The two 16-bit types: rounding, encoding, decoding, and the gradient tolerance's factors.
-struct Fp16 {
-  using T = __half;
-  static constexpr const char* name = "fp16";
-  static std::vector<float> round(const std::vector<float>& x) { return course::round_to_half(x); }
-  static float round1(float x) { return course::round_to_half(x); }
-  static std::vector<uint16_t> bits(const std::vector<float>& x) { return course::to_half_bits(x); }
-  static std::vector<float> decode(const std::vector<uint16_t>& b) { return course::half_bits_to_float(b); }
+// The gradients' own bounds (see "Tolerances" above) on top of the shared type traits.
+struct Fp16 : course::Fp16Type {
   static constexpr double kAtolRms = 1e-2, kRtol = 1e-2, kRelL2 = 2e-3;
 };
-struct Bf16 {
-  using T = __nv_bfloat16;
-  static constexpr const char* name = "bf16";
-  static std::vector<float> round(const std::vector<float>& x) { return course::round_to_bf16(x); }
-  static float round1(float x) { return course::round_to_bf16(x); }
-  static std::vector<uint16_t> bits(const std::vector<float>& x) { return course::to_bf16_bits(x); }
-  static std::vector<float> decode(const std::vector<uint16_t>& b) { return course::bf16_bits_to_float(b); }
+struct Bf16 : course::Bf16Type {
   static constexpr double kAtolRms = 5e-2, kRtol = 5e-2, kRelL2 = 8e-3;
 };
 
-template <class Ty>
-const typename Ty::T* as_t(const DeviceBuffer<uint16_t>& b) { return reinterpret_cast<const typename Ty::T*>(b.data()); }
-template <class Ty>
-typename Ty::T* as_t(DeviceBuffer<uint16_t>& b) { return reinterpret_cast<typename Ty::T*>(b.data()); }
+using course::as_t;
 
 double rms(const std::vector<float>& x) {
   double s = 0.0;
@@ -184,24 +171,6 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
   run_grid_t<Bf16>(name, cases);
 }
 
-// Sets COURSE_SMEM_LIMIT for one scope, so the launcher picks what a smaller GPU would.
-class SmemLimitOverride {
- public:
-  explicit SmemLimitOverride(const char* bytes) {
-    if (const char* old = std::getenv("COURSE_SMEM_LIMIT")) old_ = old, had_ = true;
-    setenv("COURSE_SMEM_LIMIT", bytes, 1);
-  }
-  ~SmemLimitOverride() {
-    if (had_) setenv("COURSE_SMEM_LIMIT", old_.c_str(), 1);
-    else unsetenv("COURSE_SMEM_LIMIT");
-  }
-  SmemLimitOverride(const SmemLimitOverride&) = delete;
-  SmemLimitOverride& operator=(const SmemLimitOverride&) = delete;
-
- private:
-  std::string old_;
-  bool had_ = false;
-};
 
 // Counts failed index checks and reports the first few.
 struct IndexFailures {
@@ -465,7 +434,7 @@ TEST_CASE("flash_attention_mma_backward: nothing past the end of the inputs is r
 // still the 128-key one; at 80 000 bytes D = 64 switches too. Same answers expected.
 TEST_CASE("flash_attention_mma_backward: the configuration of smaller GPUs", "[day10][fp16_mma_backward][quick]") {
   {
-    SmemLimitOverride override_limit("101376");
+    course::ScopedSmemLimit override_limit("101376");
     INFO("COURSE_SMEM_LIMIT=101376");
     run_grid("bwd_smem_99k", {
         {1, 2, 67, 300, 128, true, "tails, causal, D=128"},
@@ -474,7 +443,7 @@ TEST_CASE("flash_attention_mma_backward: the configuration of smaller GPUs", "[d
     });
   }
   {
-    SmemLimitOverride override_limit("80000");
+    course::ScopedSmemLimit override_limit("80000");
     INFO("COURSE_SMEM_LIMIT=80000");
     run_grid("bwd_smem_80k", {
         {1, 2, 67, 300, 64, true, "tails, causal, D=64"},
