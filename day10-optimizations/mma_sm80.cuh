@@ -1,8 +1,8 @@
-// Ampere tensor-core plumbing for exercise 09 (the backward pass on mma.sync): the PTX wrappers
-// and the swizzled tile loader, given code that the exercise's skeleton and solution share.
-// Exercise 05 (the forward pass) keeps its own copies in its file, where its lesson explains them
-// one by one ("ldmatrix: fragments straight from shared memory", "Swizzling from the bank
-// arithmetic", "The cp.async pipeline"); this header holds the same ideas, nothing exercise-specific.
+// Ampere tensor-core plumbing shared by exercises 05 (the forward pass on mma.sync) and 09 (the
+// backward pass): the PTX wrappers and the swizzled tile loader, given code. 05's chapter explains
+// them one by one ("ldmatrix: fragments straight from shared memory", "Swizzling from the bank
+// arithmetic", "The cp.async pipeline"); 05 keeps its own swizzle and tile loader in its file,
+// where the lesson shows them, and takes the fragment wrappers from here.
 //
 // Everything lives in namespace mma_sm80 (the bench links every solution into one binary). Needs
 // sm_80: mma.sync with bf16 operands, ldmatrix, cp.async.

@@ -22,6 +22,7 @@
 #include "check_attention_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
+#include "mma_sm80.cuh"
 #include "smem_limit.h"
 
 // ---- index helpers (05_fp16_mma.h): the m16n8k16 fragment layouts, host and device -----------
@@ -90,50 +91,13 @@ __device__ __forceinline__ void load_tile(T* tile, const T* gmem, int row0, int 
 }
 
 // ---- fragments -------------------------------------------------------------------------------
-// ldmatrix.x4: lanes 8i..8i+7 give the row addresses of 8×8 matrix i; afterwards register i of
-// lane l holds row l/4, columns 2(l%4) and 2(l%4)+1 of matrix i (of its transpose with .trans).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-// c (16×8 fp32) += a (16×16, row-major) · b (16×8, column-major), 16-bit operands.
-template <class T>
-__device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __half>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two fp32 values -> one register of two 16-bit values (lo in the low half), round to nearest.
-template <class T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t r;
-  if constexpr (std::is_same_v<T, __half>) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    r = *reinterpret_cast<const uint32_t*>(&h);
-  } else {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    r = *reinterpret_cast<const uint32_t*>(&h);
-  }
-  return r;
-}
+// The PTX wrappers (ldmatrix.x4 and its .trans form, mma.sync m16n8k16, two floats packed into one
+// 16-bit pair) live in mma_sm80.cuh, shared with exercise 09 (the backward pass); the lesson
+// explains each ("ldmatrix: fragments straight from shared memory").
+using mma_sm80::ldmatrix_x4;
+using mma_sm80::ldmatrix_x4_trans;
+using mma_sm80::mma_16816;
+using mma_sm80::pack2;
 
 template <class T, int D, int kStages>
 struct MmaConfig {
