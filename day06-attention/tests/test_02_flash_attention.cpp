@@ -1,12 +1,16 @@
 // Tests for day06/02_flash_attention: a shape grid around the tile sizes (1, below a tile,
 // non-multiples, 2048), Nq != Nk both ways under a causal mask (bottom-right alignment, rows that
-// see no key), head_dim 32/64/128, batch and heads > 1, and logits of ±1e3.
+// see no key), head_dim 32/64/128, batch and heads > 1, and logits of ±1e3. Every shape runs
+// twice: without the optional lse output (O only) and with it (O and the per-row log-sum-exp L,
+// against common/reference_backward.h's attention_forward_lse).
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "02_flash_attention.h"
 #include "gpu_test.h"
 #include "reference.h"
+#include "reference_backward.h"
 
 using course::AttentionParams;
 using course::DeviceBuffer;
@@ -17,7 +21,33 @@ AttentionParams make_params(int b, int h, int nq, int nk, int d, bool causal) {
   return AttentionParams::make(b, h, h, nq, nk, d, causal);
 }
 
-// Runs flash_attention on q, k, v and compares O with the CPU reference.
+// L against the reference. compare() rejects every infinity, so the rows that see no key (L = −inf
+// in the reference) are checked apart: they must hold exactly −inf; then both sides hold 0 there
+// and compare() judges the rest (poison, NaN, tolerance, guards) as for any output.
+void check_lse(const DeviceBuffer<float>& d_lse, std::vector<float> ref, const AttentionParams& p) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> out = d_lse.download();
+  const course::Dims dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}};
+  int64_t not_minus_inf = 0;
+  std::string first;
+  for (size_t r = 0; r < ref.size(); ++r) {
+    if (ref[r] != -INFINITY) continue;
+    if (out[r] == -INFINITY) {
+      out[r] = 0.f;
+    } else if (not_minus_inf++ == 0) {
+      first = course::format_index(dims, int64_t(r)) + " holds " +
+              (course::is_poison_f32(out[r]) ? std::string("<never written>") : std::to_string(out[r]));
+    }
+    ref[r] = 0.f;
+  }
+  if (not_minus_inf > 0)
+    FAIL_CHECK("lse: " << not_minus_inf << " rows that see no key must hold -inf; the first, " << first);
+  const course::CompareResult r = course::compare(out, ref, dims, course::Tolerance::fp32(), d_lse.guard_damage());
+  if (!r.ok) FAIL_CHECK("lse: " << r.report);
+}
+
+// Runs flash_attention on q, k, v and compares O with the CPU reference: once without the lse
+// output, once with it (and L compared too).
 void check_flash(const AttentionParams& p, const std::vector<float>& q, const std::vector<float>& k,
                  const std::vector<float>& v) {
   auto d_q = course::to_device(q), d_k = course::to_device(k), d_v = course::to_device(v);
@@ -25,7 +55,16 @@ void check_flash(const AttentionParams& p, const std::vector<float>& q, const st
   d_o.poison();
   flash_attention(d_q.data(), d_k.data(), d_v.data(), d_o.data(), p);
   const course::Dims dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}};
-  COURSE_CHECK_OUTPUT(d_o, course::ref::attention(q, k, v, p), dims, course::Tolerance::fp32());
+  const std::vector<float> ref = course::ref::attention(q, k, v, p);
+  COURSE_CHECK_OUTPUT(d_o, ref, dims, course::Tolerance::fp32());
+
+  DeviceBuffer<float> d_o2(size_t(p.o_elems())), d_lse(size_t(p.batch) * p.heads_q * p.seq_q);
+  d_o2.poison();
+  d_lse.poison();
+  flash_attention(d_q.data(), d_k.data(), d_v.data(), d_o2.data(), p, 0, d_lse.data());
+  INFO("with the lse output");
+  COURSE_CHECK_OUTPUT(d_o2, ref, dims, course::Tolerance::fp32());
+  check_lse(d_lse, course::ref::attention_forward_lse(q, k, v, p).lse, p);
 }
 
 struct Case {

@@ -7,7 +7,7 @@
 // O_i (D floats) all live in that thread's registers, so the softmax needs no communication.
 // The Nq × Nk score matrix never exists: per query row only Bc scores at a time.
 // YOUR TASK: TODO(1)..TODO(5), the algorithm itself. The tile loader, the shared-memory layout,
-// the two barriers, the register arrays and the launcher are given.
+// the two barriers, the register arrays, the log-sum-exp output and the launcher are given.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -48,7 +48,7 @@ __device__ void load_tile(float* tile, int ld, const float* src, int row0, int r
 template <int D>
 __global__ void __launch_bounds__(Br)
 flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                       const float* __restrict__ v, float* __restrict__ o,
+                       const float* __restrict__ v, float* __restrict__ o, float* __restrict__ lse,
                        int seq_q, int seq_k, float scale, bool causal) {
   extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the tile copies
   float* Q_i = reinterpret_cast<float*>(smem4);  // [Br][D + 4]
@@ -161,16 +161,20 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
       o_row[d / 4] = make_float4(O_i[d] * inv, O_i[d + 1] * inv, O_i[d + 2] * inv, O_i[d + 3] * inv);
   }
   // snippet-end: epilogue
+
+  // The row's log-sum-exp, for the backward pass (exercise 05), when the caller asks for it:
+  // L_i = m_i + ln ℓ_i of the scaled scores, −∞ for a row that saw no key.
+  if (lse != nullptr && i < seq_q) lse[bh * seq_q + i] = l_i > 0.f ? m_i + logf(l_i) : -INFINITY;
 }
 
 template <int D>
-void launch(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
-            cudaStream_t stream) {
+void launch(const float* q, const float* k, const float* v, float* o, float* lse,
+            const course::AttentionParams& p, cudaStream_t stream) {
   // More than the default 48 KiB of dynamic shared memory (D = 128: 65 KiB) must be asked for.
   CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   int(smem_bytes<D>())));
   const dim3 grid((p.seq_q + Br - 1) / Br, p.heads_q, p.batch);
-  flash_attention_kernel<D><<<grid, Br, smem_bytes<D>(), stream>>>(q, k, v, o, p.seq_q, p.seq_k,
+  flash_attention_kernel<D><<<grid, Br, smem_bytes<D>(), stream>>>(q, k, v, o, lse, p.seq_q, p.seq_k,
                                                                    p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
@@ -178,7 +182,7 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
 }  // namespace
 
 void flash_attention(const float* q, const float* k, const float* v, float* o,
-                     const course::AttentionParams& p, cudaStream_t stream) {
+                     const course::AttentionParams& p, cudaStream_t stream, float* lse) {
   const char* fn = "flash_attention";
   course::require_attention_tensors(q, k, v, o, p, fn);
   course::require(p.heads_kv == p.heads_q, fn, "heads_kv",
@@ -188,8 +192,8 @@ void flash_attention(const float* q, const float* k, const float* v, float* o,
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
 
   switch (p.head_dim) {
-    case 32: launch<32>(q, k, v, o, p, stream); break;
-    case 64: launch<64>(q, k, v, o, p, stream); break;
-    default: launch<128>(q, k, v, o, p, stream); break;
+    case 32: launch<32>(q, k, v, o, lse, p, stream); break;
+    case 64: launch<64>(q, k, v, o, lse, p, stream); break;
+    default: launch<128>(q, k, v, o, lse, p, stream); break;
   }
 }
