@@ -83,7 +83,9 @@ __host__ __device__ RopePair rope_pair(RopeLayout layout, int head_dim, int i);
 //   d(β) = D·ln(L / (2π·β)) / (2·ln base)   (the pair that turns β times within L; ∞ for β = 0)
 //   lo = max(⌊d(β_fast)⌋, 0),  hi = min(⌈d(β_slow)⌉, D − 1)   (hi = lo + 0.001 if they are equal)
 //   γ_i = clamp((hi − i) / (hi − lo), 0, 1),  factor = (1 − γ_i)/s + γ_i
-// so pairs i <= lo keep θ_i, pairs i >= hi get θ_i / s, and the factor is linear in i between.
+// so pairs i <= lo keep θ_i, pairs i >= hi get θ_i / s, and the factor is linear in i between;
+// except when ⌊d(β_fast)⌋ >= D (tiny bases): then lo > hi and every pair gets θ_i / s (as in
+// Hugging Face's code).
 // (D − 1, not D/2 − 1, is the deployed clamp: hi > D/2 − 1 leaves even the last pair partly kept.)
 // Host only, in double; needs p within the launcher's limits (CPU [index] tests check it
 // against closed forms).
