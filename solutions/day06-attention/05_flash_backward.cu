@@ -21,6 +21,7 @@
 #include "05_flash_backward.h"
 #include "check_attention_args.h"
 #include "cuda_check.h"
+#include "fp32_tile.cuh"
 
 // The query tiles [first, end) that the key tile starting at k0 meets (the header's contract). The
 // kernel calls it on the device, the [index] tests on the host; defined here, in the kernel's
@@ -56,18 +57,8 @@ constexpr size_t smem_bytes() {
   return sizeof(float) * size_t(2 * Bc * (D + 4) + 2 * Br * D + 2 * Br * (Bc + 4) + 2 * Br);
 }
 
-// Copies rows [row0, row0 + rows) of a [n, D] matrix into a tile with leading dimension ld
-// (floats); rows at or past n become zeros. Consecutive threads copy consecutive float4s of a
-// row, so a warp reads whole 128-byte lines (coalesced). (Exercise 02's loader.)
-template <int D>
-__device__ void load_tile(float* tile, int ld, const float* src, int row0, int rows, int n) {
-  for (int e = threadIdx.x; e < rows * (D / 4); e += blockDim.x) {
-    const int r = e / (D / 4), c4 = e % (D / 4);
-    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (row0 + r < n) x = reinterpret_cast<const float4*>(src + int64_t(row0 + r) * D)[c4];
-    reinterpret_cast<float4*>(tile + r * ld)[c4] = x;
-  }
-}
+// The tile loader (rows past n become zeros, coalesced float4 copies) is in fp32_tile.cuh.
+using day06::load_tile;
 
 // x[r] = row · T[r] for the Br rows of the tile T ([Br][D]): the thread's own row (D floats)
 // against rows that every thread of its side reads at the same time (a broadcast). One float4
