@@ -180,8 +180,10 @@ flash_backward_kernel(const float* __restrict__ q, const float* __restrict__ k,
       // TODO(3) (≈ 2 lines): fill x with column_dots: the V side's key row of K_j against the rows
       //          of Q_i, the K side's row of V_j against the rows of dO_i (lesson: "05 · Two
       //          sides of a block").
+      // snippet-begin: column-dots
       if (v_side) column_dots<D>(x, K_j + c * (D + 4), Q_i);
       else column_dots<D>(x, V_j + c * (D + 4), dO_i);
+      // snippet-end: column-dots
 
       if (v_side) {
         // TODO(4) (≈ 6 lines): column c of P_ij into shared memory: recomputed from S and L_i
