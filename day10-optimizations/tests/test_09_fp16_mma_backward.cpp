@@ -36,6 +36,7 @@
 #include "09_fp16_mma_backward.h"
 #include "gpu_test.h"
 #include "half_types.h"
+#include "mma_layout_check.h"
 #include "reference_backward.h"
 
 using course::AttentionParams;
@@ -172,26 +173,8 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
 }
 
 
-// Counts failed index checks and reports the first few.
-struct IndexFailures {
-  long checks = 0, failed = 0;
-  void check(bool ok, const std::string& what) {
-    ++checks;
-    if (!ok && ++failed <= 8) FAIL_CHECK(what);
-  }
-  void summary(const char* name) {
-    INFO(failed << " of " << checks << " checks of " << name << " failed");
-    CHECK(failed == 0);
-  }
-};
-
-// The PTX ISA's m16n8k16 C/D fragment (16 × 8, four .f32 c0..c3 per lane), as the ISA states it:
-// groupID = laneid >> 2, threadID_in_group = laneid % 4; row = groupID for c0, c1 and
-// groupID + 8 for c2, c3; col = threadID_in_group * 2 + (i & 0x1).
-std::pair<int, int> ptx_c_row_col(int laneid, int i) {
-  const int group_id = laneid >> 2, thread_id_in_group = laneid % 4;
-  return {i < 2 ? group_id : group_id + 8, thread_id_in_group * 2 + (i & 0x1)};
-}
+using course::IndexFailures;
+using course::ptx_c_position;
 
 }  // namespace
 
@@ -251,18 +234,18 @@ TEST_CASE("bwd_acc_key, bwd_acc_query: every lane and element lands where the PT
         std::set<std::pair<int, int>> seen;  // (key, query) of fragment n over all lanes and elements
         for (int lane = 0; lane < 32; ++lane) {
           for (int e = 0; e < 4; ++e) {
-            const auto rc = ptx_c_row_col(lane, e);
-            const int want_key = key0 + rc.first, want_query = q0 + 8 * n + rc.second;
+            const course::PtxPos rc = ptx_c_position(lane, e);
+            const int want_key = key0 + rc.row, want_query = q0 + 8 * n + rc.col;
             const int key = bwd_acc_key(lane, e, key0), query = bwd_acc_query(lane, n, e, q0);
             std::ostringstream at;
             at << "lane " << lane << " (g = " << lane / 4 << ", t4 = " << lane % 4 << "), element " << e
                << ", fragment n = " << n << ", key0 = " << key0 << ", q0 = " << q0 << ": ";
             f.check(key == want_key, at.str() + "bwd_acc_key gave " + std::to_string(key) + ", expected " +
                                          std::to_string(want_key) + " (the PTX C layout puts c" + std::to_string(e) +
-                                         " in row " + std::to_string(rc.first) + "; the rows of Sᵀ are keys)");
+                                         " in row " + std::to_string(rc.row) + "; the rows of Sᵀ are keys)");
             f.check(query == want_query, at.str() + "bwd_acc_query gave " + std::to_string(query) + ", expected " +
                                              std::to_string(want_query) + " (the PTX C layout puts c" +
-                                             std::to_string(e) + " in column " + std::to_string(rc.second) +
+                                             std::to_string(e) + " in column " + std::to_string(rc.col) +
                                              " of fragment n's 8 queries)");
             seen.insert({key, query});
           }
