@@ -41,7 +41,9 @@ std::string no_device_reason(cudaError_t err) {
 
 }  // namespace
 
-GpuStatus probe_gpu(int required_sm, std::string* why) {
+GpuStatus probe_gpu(int required_sm, std::string* why) { return probe_gpu(required_sm, 0, why); }
+
+GpuStatus probe_gpu(int required_sm, int max_sm, std::string* why) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -56,6 +58,11 @@ GpuStatus probe_gpu(int required_sm, std::string* why) {
   if (sm < required_sm) {
     *why = "this exercise needs sm_" + std::to_string(required_sm) + " or newer; " + prop.name +
            " is sm_" + std::to_string(sm);
+    return GpuStatus::kSkip;
+  }
+  if (max_sm > 0 && sm > max_sm) {
+    *why = "this exercise uses instructions that exist only on sm_" + std::to_string(max_sm) +
+           " (built for sm_" + std::to_string(max_sm) + "a); " + prop.name + " is sm_" + std::to_string(sm);
     return GpuStatus::kSkip;
   }
   // Launch one trivial kernel: a build without code for this GPU fails here with a clear

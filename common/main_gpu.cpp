@@ -9,6 +9,7 @@
 
 // Generated per exercise by cmake/CourseExercises.cmake.
 int course_required_sm();
+int course_max_sm();             // 0, or the only architecture the exercise is built for
 bool course_has_index_checks();  // does the exercise's test have [index] cases?
 
 int main(int argc, char** argv) {
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
     return course::run_tests(argc, argv, /*with_watchdog=*/true);
   }
   std::string why;
-  switch (course::probe_gpu(course_required_sm(), &why)) {
+  switch (course::probe_gpu(course_required_sm(), course_max_sm(), &why)) {
     case course::GpuStatus::kSkip: {
       // Compiling proved something; correctness is unknown until the kernel runs. Say both, so a
       // skip never reads as a pass (make test and the status lists repeat this line). What can
