@@ -5,3 +5,6 @@ course_exercise_options(04_fp16_wmma MIN_SM 70)
 course_exercise_options(05_fp16_mma MIN_SM 80)
 # 09: the backward pass on mma.sync (bf16 operands), ldmatrix and cp.async need Ampere (sm_80) or newer.
 course_exercise_options(09_fp16_mma_backward MIN_SM 80)
+# 10: wgmma and setmaxnreg exist only in the architecture-specific target sm_90a (Hopper); TMA
+# and mbarrier transaction counts need sm_90. Built for 90a-real alone; other GPUs skip.
+course_exercise_options(10_hopper_wgmma MIN_SM 90 ARCH_SPECIFIC 90a)

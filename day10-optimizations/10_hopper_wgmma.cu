@@ -1,0 +1,355 @@
+// Day 10 · Exercise 10 · FlashAttention-3-style forward on Hopper: wgmma, TMA, warp specialization
+// Lesson: day10-optimizations/10_hopper_wgmma.md. Test: make test EX=10_hopper_wgmma
+//
+// One thread block = Br = 128 query rows of one (batch, head), three warpgroups of 128 threads:
+//   warpgroup 0, the producer: one thread issues every copy (TMA) and hands its registers back
+//     (setmaxnreg.dec); the copy engine does the work, so one thread is enough;
+//   warpgroups 1 and 2, the consumers: 64 query rows each (the M of wgmma), registers taken up
+//     to 240 (setmaxnreg.inc): S_ij (64 × Bc fp32), P_ij (16-bit) and O_i (64 × D fp32) all
+//     live in registers.
+// Q_i is copied once; the key tiles K_j, V_j (Bc keys) go through a ring of kStages shared-memory
+// stages. Per stage four mbarriers: K full and V full (the copy engine completes them, counting
+// bytes), K empty and V empty (the 8 consumer warps arrive when they are done reading): K_j is
+// released as soon as S_ij is computed, V_j after P_ij·V_j, so the next K can load meanwhile.
+// S_ij = Q_i K_jᵀ is one wgmma chain with both operands in shared memory; O_i += P_ij V_j takes
+// P_ij from registers (the accumulator of S, rounded and re-packed, never stored) and V_j from
+// shared memory, transposed by the instruction itself.
+// The overlapped order (FlashAttention-3's intra-warpgroup pipelining): the tensor cores run
+// S_{i,j} and P_{i,j-1}·V_{j-1} back to back while the warpgroup computes the softmax of S_{i,j};
+// only the rescale of O_i waits for P_{i,j-1}·V_{j-1} to finish.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "10_hopper_wgmma.h"
+#include "check_attention_args.h"
+#include "cuda_check.h"
+#include "hopper_sm90.cuh"
+#include "mma_sm80.cuh"
+#include "smem_limit.h"
+
+// ---- index helpers (10_hopper_wgmma.h), host and device --------------------------------------
+__host__ __device__ int wgmma_acc_row(int t, int i) {
+  // TODO(1) (≈ 2 lines): the row of the warpgroup's 64 × N tile, and in wgmma_acc_col below the
+  //   column, that element d[i] of thread t holds (lesson: "The warpgroup accumulator, thread by
+  //   thread").
+  return 0;  // TODO(1): replace (every element on row 0: wrong, but inside the tile)
+}
+
+__host__ __device__ int wgmma_acc_col(int t, int i) {
+  return 0;  // TODO(1): replace (every element in column 0: wrong, but inside the tile)
+}
+
+__host__ __device__ int wgmma_p_a_index(int kk, int j) {
+  // TODO(2) (≈ 1 line): which of the thread's S elements (i and i + 1) register j of P's A
+  //   fragment packs at k-step kk (lesson: "The warpgroup accumulator, thread by thread").
+  return 0;  // TODO(2): replace (always S elements 0 and 1: wrong, but inside the fragment)
+}
+
+__host__ __device__ uint64_t wgmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  // TODO(3) (≈ 4 lines): the 64-bit descriptor: each field in its bits, in 16-byte units, and the
+  //   swizzle mode of the 128-byte swizzle (lesson: "Matrix descriptors").
+  return 0;  // TODO(3): replace
+}
+
+namespace {
+
+using mma_sm80::pack2;
+using mma_sm80::unpack2;
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// snippet-begin: config
+template <class T, int D, int kStagesT, bool kOverlapT, int kBcT>
+struct HopperConfig {
+  static constexpr int kStages = kStagesT;          // K/V ring depth
+  static constexpr bool kOverlap = kOverlapT;       // softmax of tile j under the GEMMs of j-1
+  static constexpr int kRowsPerConsumer = 64;       // M of wgmma: one warpgroup, 64 query rows
+  static constexpr int kConsumers = 2;              // consumer warpgroups
+  static constexpr int kBr = kRowsPerConsumer * kConsumers;  // 128 query rows per block
+  static constexpr int kBc = kBcT;                  // keys per tile: N of S = Q·Kᵀ (96 or 128)
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kProducerRegs = 24;          // one issuing thread needs almost nothing
+  static constexpr int kConsumerRegs = 240;         // 24·128 + 240·256 <= 65536
+  static constexpr int kSwizzleCols = 64;           // 64 16-bit values = one 128-byte swizzle row
+  static constexpr int kColBlocks = D / kSwizzleCols;
+  static constexpr int kQBlockBytes = kBr * 128;    // one 64-column block of Q_i
+  static constexpr int kKVBlockBytes = kBc * 128;   // one 64-column block of K_j or V_j
+  static constexpr int kQBytes = kQBlockBytes * kColBlocks;
+  static constexpr int kKVTileBytes = kKVBlockBytes * kColBlocks;
+  static constexpr int kKSteps = D / 16;            // k-steps of S = Q·Kᵀ (k = head dim)
+  static constexpr int kPVSteps = kBc / 16;         // k-steps of O += P·V (k = keys)
+  static constexpr int kAccS = kBc / 2;             // S elements per consumer thread
+  static constexpr int kAccO = D / 2;               // O elements per consumer thread
+  static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp
+  static constexpr int kBarriers = 1 + 4 * kStages;  // Q full; per stage K and V full, K and V empty
+  // 1024 bytes of slack: the swizzle repeats every 1024 bytes and tiles must start on one.
+  static constexpr size_t kSmemBytes = 1024 + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
+  static_assert(!kOverlap || kStages >= 2, "the overlapped order holds V_{j-1} while K_j loads");
+  static_assert(kBc % 16 == 0 && kBc <= 128, "S = Q·Kᵀ is one m64nBck16 wgmma chain");
+};
+// snippet-end: config
+
+// The block's barriers, in shared memory after the tiles. K and V of a stage are released
+// apart: K_j is free as soon as S_ij is computed, V_j only after P_ij·V_j.
+template <int kStages>
+struct Barriers {
+  uint64_t q_full;
+  uint64_t k_full[kStages];
+  uint64_t v_full[kStages];
+  uint64_t k_empty[kStages];
+  uint64_t v_empty[kStages];
+};
+
+// ---- the producer: one thread --------------------------------------------------------------
+template <class C, class T>
+__device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorMap* tm_k, const CUtensorMap* tm_v,
+                                        T* Qs, T* Ks, T* Vs, Barriers<C::kStages>& bar, int q0, int bh_q,
+                                        int bh_kv, int n_tiles) {
+  hopper::tma_prefetch_map(tm_q);
+  hopper::tma_prefetch_map(tm_k);
+  hopper::tma_prefetch_map(tm_v);
+  hopper::mbar_arrive_expect_tx(&bar.q_full, C::kQBytes);
+#pragma unroll
+  for (int cb = 0; cb < C::kColBlocks; ++cb)
+    hopper::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * 64, q0, bh_q,
+                        &bar.q_full);
+  // TODO(4) (≈ 16 lines): for every key tile j, in stage j mod kStages: once the consumers have
+  //   released that stage's K, announce the bytes of K_j and copy it (one box per 64-column
+  //   block); then the same for V_j with V's barriers (lesson: "The producer: TMA into a ring of
+  //   stages" and "mbarrier: phases and parity").
+}
+
+// ---- the consumers' pieces -----------------------------------------------------------------
+// The shapes: S is 64 × Bc (Bc = 96 or 128), O is 64 × D (D = 64 or 128).
+template <class T, int N>
+__device__ __forceinline__ void wgmma_s(float (&s)[N], uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (N == 48) hopper::wgmma_m64n96k16_ss<T>(s, da, db, scale_d);
+  else hopper::wgmma_m64n128k16_ss<T>(s, da, db, scale_d);
+}
+
+template <class T, int D>
+__device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t db) {
+  if constexpr (D == 64) hopper::wgmma_m64n64k16_rs<T>(o, a, db, 1);
+  else hopper::wgmma_m64n128k16_rs<T>(o, a, db, 1);
+}
+
+// S = Q_i K_jᵀ for this warpgroup's 64 rows: D/16 wgmma's, both operands K-major with the
+// 128-byte swizzle. q_addr: the warpgroup's first Q row in block 0; k_addr: the stage's K tile.
+template <class C, class T>
+__device__ __forceinline__ void issue_s_gemm(float (&s)[C::kAccS], uint32_t q_addr, uint32_t k_addr) {
+  // TODO(5) (≈ 8 lines): S = Q_i K_jᵀ for this warpgroup's 64 rows as one group of D/16 wgmma's,
+  //   both operands in shared memory (lesson: "Issuing wgmma: fence, commit, wait").
+}
+
+// O_i += P_ij V_j: Bc/16 wgmma's, A = P from registers, B = V_j N-major (its rows are keys, its
+// 64-column blocks kKVBlockBytes apart: the leading byte offset).
+template <class C, class T, int D>
+__device__ __forceinline__ void issue_pv_gemm(float (&o)[C::kAccO], uint32_t (&pa)[C::kPVSteps][4], uint32_t v_addr) {
+  // TODO(6) (≈ 5 lines): O += P·V as one group of Bc/16 wgmma's, P from registers, V_j through a
+  //   descriptor of its N-major layout (lesson: "Issuing wgmma: fence, commit, wait").
+}
+
+// Mask and online softmax for one tile, in place on the accumulator fragment of S (P_ij in fp32). Thread t holds rows
+// wgmma_acc_row(t, i) ∈ {r_lo, r_lo + 8} and 32 columns of each; the other 96 columns of a row
+// are in the three other threads of its quad. m[r], the running max (scaled logits), is the
+// same in the 4 threads of a quad; l[r] is this thread's share of ℓ (its 32 columns), summed
+// over the quad once, at the end. alpha[r]: the factor by which O's row r must shrink.
+template <class C>
+__device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2], float (&alpha)[2], int t, int row0,
+                                             int k0, int Nk, int off, bool causal, bool needs_mask, float scale) {
+  // TODO(7) (≈ 25 lines): scale and mask this tile's scores, then per row r: the new maximum over
+  //   the quad, alpha[r], m[r], and the probabilities in place of the scores. A row that has seen
+  //   no key yet must come out 0, never NaN (lesson: "The online softmax on wgmma fragments").
+  alpha[0] = alpha[1] = 1.f;  // TODO(7): replace
+}
+
+// P_ij (in s, fp32) rounded into the A-operand registers of P·V, and ℓ from the same rounded
+// values that multiply V: ℓ ← α·ℓ + rowsum(P).
+template <class C, class T>
+__device__ __forceinline__ void pack_p(const float (&s)[C::kAccS], uint32_t (&pa)[C::kPVSteps][4], float (&l)[2],
+                                       const float (&alpha)[2]) {
+  // TODO(8) (≈ 12 lines): P rounded to T into the A-operand registers, and ℓ updated from the same
+  //   rounded values (lesson: "The online softmax on wgmma fragments").
+}
+
+template <int N>
+__device__ __forceinline__ void rescale_rows(float (&o)[N], const float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) o[i] *= alpha[(i / 2) % 2];
+}
+
+// The 8 consumer warps each arrive once: a tile is free when all have finished reading it.
+__device__ __forceinline__ void release(uint64_t* empty) {
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) hopper::mbar_arrive(empty);
+}
+
+// ---- a consumer warpgroup: 64 query rows -----------------------------------------------------
+template <class C, class T, int D>
+__device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages>& bar, T* __restrict__ o,
+                                        const course::AttentionParams& p, float scale, int q0, int h, int b,
+                                        int n_tiles, int cw, int t) {
+  const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
+  const int row0 = q0 + cw * C::kRowsPerConsumer;      // this warpgroup's first query row
+  const uint32_t q_addr = hopper::smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
+  const uint32_t k_base = hopper::smem_u32(Ks), v_base = hopper::smem_u32(Vs);
+
+  float acc_o[C::kAccO];
+#pragma unroll
+  for (int i = 0; i < C::kAccO; ++i) acc_o[i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+  uint32_t pa[C::kPVSteps][4];
+
+  // A tile needs the mask when it reaches past Nk or past the warpgroup's first diagonal.
+  auto needs_mask = [&](int k0) { return k0 + C::kBc > Nk || (p.causal && k0 + C::kBc - 1 > row0 + off); };
+
+  if (n_tiles > 0) hopper::mbar_wait(&bar.q_full, 0);
+  if constexpr (!C::kOverlap) {
+    // TODO(9) (≈ 18 lines): the key loop, one tile at a time: wait for K_j, S, release K_j,
+    //   softmax, P, rescale O, wait for V_j, O += P·V, release V_j (lesson: "The consumer loop,
+    //   one tile at a time" and "mbarrier: phases and parity").
+  } else if (n_tiles > 0) {
+    // TODO(10) (≈ 34 lines): the same loop with tile j's softmax running while the tensor cores
+    //   compute P_{j-1}·V_{j-1} (lesson: "Hiding the softmax under the GEMMs").
+  }
+
+  // Epilogue: ℓ summed over the quad, O / ℓ (zeros for a row that saw nothing), 16-bit stores.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+  T* out = o + (int64_t(b) * p.heads_q + h) * Nq * D;
+#pragma unroll
+  for (int i = 0; i < C::kAccO; i += 2) {
+    const int r = (i / 2) % 2;
+    const int row = row0 + wgmma_acc_row(t, i);
+    const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
+    if (row < Nq)
+      *reinterpret_cast<uint32_t*>(out + int64_t(row) * D + wgmma_acc_col(t, i)) =
+          pack2<T>(acc_o[i] * inv, acc_o[i + 1] * inv);
+  }
+}
+
+template <class C, class T, int D>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    hopper_flash_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                        const __grid_constant__ CUtensorMap tm_v, T* __restrict__ o, course::AttentionParams p,
+                        float scale) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  T* Qs = reinterpret_cast<T*>(base);
+  T* Ks = reinterpret_cast<T*>(base + C::kQBytes);
+  T* Vs = reinterpret_cast<T*>(base + C::kQBytes + C::kStages * C::kKVTileBytes);
+  auto& bar = *reinterpret_cast<Barriers<C::kStages>*>(base + C::kQBytes + 2 * C::kStages * C::kKVTileBytes);
+
+  // Causal blocks differ in cost: start the heavy ones (last query rows) first.
+  const int q_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int q0 = q_block * C::kBr;
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
+  const int h_kv = h / (p.heads_q / p.heads_kv);
+  const int q_last = min(q0 + C::kBr, Nq) - 1;
+  const int k_end = p.causal ? min(Nk, q_last + off + 1) : Nk;
+  const int n_tiles = k_end > 0 ? (k_end + C::kBc - 1) / C::kBc : 0;
+
+  if (threadIdx.x == 0) {
+    hopper::mbar_init(&bar.q_full, 1);
+    for (int s = 0; s < C::kStages; ++s) {
+      hopper::mbar_init(&bar.k_full[s], 1);
+      hopper::mbar_init(&bar.v_full[s], 1);
+      hopper::mbar_init(&bar.k_empty[s], C::kReleaseArrivals);
+      hopper::mbar_init(&bar.v_empty[s], C::kReleaseArrivals);
+    }
+    hopper::mbar_init_fence();
+  }
+  __syncthreads();  // every thread sees initialised barriers before anyone waits on one
+
+  // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform.
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0), t = threadIdx.x % 128;
+  if (wg == 0) {
+    hopper::regs_dealloc<C::kProducerRegs>();
+    // No tile: every row sees nothing; nothing is loaded (no copy may outlive the block).
+    if (t == 0 && n_tiles > 0)
+      produce<C>(&tm_q, &tm_k, &tm_v, Qs, Ks, Vs, bar, q0, b * p.heads_q + h, b * p.heads_kv + h_kv, n_tiles);
+  } else {
+    // The two roles are the two branches of one if/else: ptxas then gives each branch the
+    // register budget its setmaxnreg sets (an early return instead keeps everyone at 168).
+    hopper::regs_alloc<C::kConsumerRegs>();
+    consume<C, T, D>(Qs, Ks, Vs, bar, o, p, scale, q0, h, b, n_tiles, wg - 1, t);
+  }
+#endif
+}
+
+template <class T, int D, int kStages, bool kOverlap, int kBc>
+void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p, cudaStream_t stream) {
+  using C = HopperConfig<T, D, kStages, kOverlap, kBc>;
+  const size_t limit = size_t(course::smem_limit_per_block());
+  if (C::kSmemBytes > limit)
+    throw std::runtime_error("flash_attention_wgmma: needs " + std::to_string(C::kSmemBytes) +
+                             " bytes of shared memory per block, the limit is " + std::to_string(limit));
+  const CUtensorMap tm_q = hopper::make_tensor_map_sw128(q, uint64_t(p.batch) * p.heads_q, p.seq_q, D, C::kBr);
+  const CUtensorMap tm_k = hopper::make_tensor_map_sw128(k, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
+  const CUtensorMap tm_v = hopper::make_tensor_map_sw128(v, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
+  auto kernel = hopper_flash_kernel<C, T, D>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
+  const dim3 grid((p.seq_q + C::kBr - 1) / C::kBr, p.heads_q, p.batch);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, o, p, p.softmax_scale());
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class T, int D>
+void launch_step(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
+                 cudaStream_t stream) {
+  switch (step) {
+    case WgmmaStep::kSerial: return launch<T, D, 1, false, 128>(q, k, v, o, p, stream);
+    case WgmmaStep::kTwoStages: return launch<T, D, 2, false, 128>(q, k, v, o, p, stream);
+    // Overlapped, S_j (64 × Bc fp32), O and P live at once: at D = 128 a 128-key S leaves ptxas
+    // short of registers and it serializes every wgmma (warning C7512); 96 keys fit.
+    case WgmmaStep::kOverlapped: return launch<T, D, 2, true, D == 128 ? 96 : 128>(q, k, v, o, p, stream);
+  }
+  throw std::invalid_argument("flash_attention_wgmma_step: step must be kSerial, kTwoStages or kOverlapped");
+}
+
+template <class T>
+void wgmma_impl(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
+                cudaStream_t stream) {
+  const char* fn = "flash_attention_wgmma";
+  course::require_attention_tensors(q, k, v, o, p, fn);
+  course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
+                  "must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
+  course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
+  if (p.head_dim == 64) launch_step<T, 64>(step, q, k, v, o, p, stream);
+  else launch_step<T, 128>(step, q, k, v, o, p, stream);
+}
+
+}  // namespace
+
+void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __half* o,
+                           const course::AttentionParams& p, cudaStream_t stream) {
+  wgmma_impl(WgmmaStep::kOverlapped, q, k, v, o, p, stream);
+}
+
+void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                           __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream) {
+  wgmma_impl(WgmmaStep::kOverlapped, q, k, v, o, p, stream);
+}
+
+void flash_attention_wgmma_step(WgmmaStep step, const __half* q, const __half* k, const __half* v, __half* o,
+                                const course::AttentionParams& p, cudaStream_t stream) {
+  wgmma_impl(step, q, k, v, o, p, stream);
+}
+
+void flash_attention_wgmma_step(WgmmaStep step, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                const __nv_bfloat16* v, __nv_bfloat16* o, const course::AttentionParams& p,
+                                cudaStream_t stream) {
+  wgmma_impl(step, q, k, v, o, p, stream);
+}
