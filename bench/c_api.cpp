@@ -7,7 +7,8 @@
 // current stream's cuda_stream), 0 for the legacy default stream. Which launchers exist depends
 // on which solutions were found at configure time: course_has("flash_attention") tells (the names
 // are the launchers': flash_attention, flash_attention_tuned, gqa_attention, ...; the mma kernel
-// is flash_attention_mma_f16 / _bf16, one C name per element type).
+// is flash_attention_mma_f16 / _bf16, one C name per element type; the Hopper kernel likewise
+// flash_attention_wgmma_f16 / _bf16, built only when the build targets sm_90).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -50,6 +51,9 @@
 #endif
 #ifdef BENCH_HAVE_07_rope_yarn
 #include "07_rope_yarn.h"
+#endif
+#ifdef BENCH_HAVE_10_hopper_wgmma
+#include "10_hopper_wgmma.h"
 #endif
 
 namespace {
@@ -141,6 +145,9 @@ int course_has(const char* name) {
 #endif
 #ifdef BENCH_HAVE_07_rope_yarn
   if (n == "rope_yarn") return 1;
+#endif
+#ifdef BENCH_HAVE_10_hopper_wgmma
+  if (n == "flash_attention_wgmma_f16" || n == "flash_attention_wgmma_bf16") return 1;
 #endif
   return 0;
 }
@@ -319,6 +326,40 @@ int course_flash_attention_mma_bf16(const void* q, const void* k, const void* v,
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
   (void)scale, (void)causal, (void)stream;
   return missing("flash_attention_mma (bf16)");
+#endif
+}
+
+// Day 10 · 10_hopper_wgmma (sm_90a only: the library has it when the build targeted sm_90; the
+// caller checks that the GPU is a Hopper one, compute capability 9.0).
+int course_flash_attention_wgmma_f16(const void* q, const void* k, const void* v, void* o, int b,
+                                     int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                     void* stream) {
+#ifdef BENCH_HAVE_10_hopper_wgmma
+  return guarded([&] {
+    flash_attention_wgmma(static_cast<const __half*>(q), static_cast<const __half*>(k),
+                          static_cast<const __half*>(v), static_cast<__half*>(o),
+                          params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)stream;
+  return missing("flash_attention_wgmma (fp16)");
+#endif
+}
+
+int course_flash_attention_wgmma_bf16(const void* q, const void* k, const void* v, void* o, int b,
+                                      int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                      void* stream) {
+#ifdef BENCH_HAVE_10_hopper_wgmma
+  return guarded([&] {
+    flash_attention_wgmma(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
+                          static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o),
+                          params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)stream;
+  return missing("flash_attention_wgmma (bf16)");
 #endif
 }
 

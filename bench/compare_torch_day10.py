@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Day 10's kernels next to PyTorch, same inputs, same run (bench/compare_torch.py does day 06).
 
-  prefill16  04_fp16_wmma (fp16) and 05_fp16_mma (fp16, bf16) vs SDPA's flash (FlashAttention-2),
-             cudnn and efficient backends in the same dtype; B·N = 16k tokens, H·D = 2048.
-             Besides the times: TFLOP/s (4·B·H·N²·D, halved when causal) and the ratio to
-             SDPA's flash backend, the issue's yardstick.
+  prefill16  04_fp16_wmma (fp16), 05_fp16_mma and 10_hopper_wgmma (fp16, bf16) vs SDPA's flash
+             (FlashAttention-2), cudnn and efficient backends in the same dtype; B·N = 16k tokens,
+             H·D = 2048. Besides the times: TFLOP/s (4·B·H·N²·D, halved when causal) and the ratio
+             to SDPA's flash backend, the issue's yardstick, and to its cuDNN backend; a summary
+             table after the rows gives, per (dtype, D, causal, N), 05's and 10's TFLOP/s next to
+             flash's and cuDNN's. 10_hopper_wgmma runs only on compute capability 9.0 with a
+             library built for sm_90 (n/a otherwise); cudnn is n/a where this PyTorch lacks it.
   window     02_sliding_window (fp32) vs SDPA given the band as an explicit boolean mask:
              query i sees keys i + off − w .. i + off, FlashAttention-2's window_size = (w, 0).
              The agreement column is the point: it proves the two window conventions match.
@@ -47,7 +50,11 @@ def signatures():
         "course_sliding_window_attention": [p, p, p, p, i, i, i, i, i, i, i, f, p],
         "course_split_kv_decode": [p, p, p, p, p, p, p, i, i, i, i, i, i, i, f, p],
         "course_block_sparse_attention": [p, p, p, p, i, i, i, i, i, i, f, i, p, i, p, i, p, p, p],
-    }, {"course_split_kv_decode_workspace_bytes": ([i] * 7, u)}
+    }, {"course_split_kv_decode_workspace_bytes": ([i] * 7, u)}, {
+        # Registered only where the library has the symbol (one built before 10 existed has not).
+        "course_flash_attention_wgmma_f16": dense16,
+        "course_flash_attention_wgmma_bf16": dense16,
+    }
 
 
 # course_rope_yarn(q, k, q_out, k_out, positions, b, hq, hkv, n, d, gptj, bf16, base, scaling,
@@ -125,10 +132,13 @@ def main():
         print(f"compare_torch_day10: skipped, {args.lib} not found "
               "(build it: cmake --build build --target course_attention)")
         return 0
-    sigs, sized = signatures()
+    sigs, sized, optional = signatures()
     lib = torch_common.load_library(args.lib, sigs)
     for name, (argtypes, restype) in sized.items():
         getattr(lib, name).argtypes, getattr(lib, name).restype = argtypes, restype
+    for name, argtypes in optional.items():
+        if hasattr(lib, name):
+            getattr(lib, name).argtypes, getattr(lib, name).restype = argtypes, ctypes.c_int
     if hasattr(lib, "course_rope_yarn"):  # a library built before 07 existed has no such symbol
         lib.course_rope_yarn.argtypes, lib.course_rope_yarn.restype = ROPE_ARGTYPES, ctypes.c_int
     warnings.filterwarnings("ignore")
@@ -150,11 +160,33 @@ def main():
         print(s.HEADER)
         ours_by_dtype = {
             "fp16": [("04_fp16_wmma", "flash_attention_wmma", lib.course_flash_attention_wmma),
-                     ("05_fp16_mma", "flash_attention_mma_f16", lib.course_flash_attention_mma_f16)],
-            "bf16": [("05_fp16_mma", "flash_attention_mma_bf16", lib.course_flash_attention_mma_bf16)],
+                     ("05_fp16_mma", "flash_attention_mma_f16", lib.course_flash_attention_mma_f16),
+                     ("10_hopper_wgmma", "flash_attention_wgmma_f16",
+                      getattr(lib, "course_flash_attention_wgmma_f16", None))],
+            "bf16": [("05_fp16_mma", "flash_attention_mma_bf16", lib.course_flash_attention_mma_bf16),
+                     ("10_hopper_wgmma", "flash_attention_wgmma_bf16",
+                      getattr(lib, "course_flash_attention_wgmma_bf16", None))],
         }
-        backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+        cc = torch.cuda.get_device_capability()
+
+        def why_not(kernel, launcher, fn):
+            """None if our kernel can run here, else the note of its n/a row."""
+            if fn is None:
+                return f"n/a: {args.lib} has no course_{launcher} (rebuild course_attention)"
+            if not lib.course_has(launcher.encode()):
+                if kernel == "10_hopper_wgmma":
+                    return "n/a: not built (sm_90a only; this build did not target sm_90)"
+                return "not built"
+            if kernel == "10_hopper_wgmma" and tuple(cc) != (9, 0):
+                return f"n/a: needs a Hopper GPU (compute capability 9.0), this one is {cc[0]}.{cc[1]}"
+            return None
+
+        # SDPBackend.CUDNN_ATTENTION is missing from older PyTorch: None, reported as n/a.
+        backends = [("flash", SDPBackend.FLASH_ATTENTION),
+                    ("cudnn", getattr(SDPBackend, "CUDNN_ATTENTION", None)),
                     ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+        summary_kernels = ("05_fp16_mma", "10_hopper_wgmma")
+        summary = []  # (dname, d, causal, n, flops, {kernel: ms or None}, {backend: ms or None})
         for d in [int(x) for x in args.d.split(",")]:
             for causal in (False, True):
                 for n in [int(x) for x in args.n.split(",")]:
@@ -166,6 +198,12 @@ def main():
                         q, k, v = (torch.randn(b, h, n, d, device=dev, dtype=dtype) for _ in range(3))
                         theirs = {}
                         for bname, backend in backends:
+                            if backend is None:
+                                theirs[bname] = (None, None)
+                                s.report("(sdpa)", shape, None, bname, dname, None, None, 0,
+                                         f"n/a: torch {torch.__version__} has no SDPBackend for it")
+                                continue
+
                             def run(backend=backend):
                                 with sdpa_kernel(backend):
                                     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -176,9 +214,12 @@ def main():
                                 theirs[bname] = (None, None)
                                 s.report("(sdpa)", shape, None, bname, dname, None, None, 0,
                                          f"n/a: {str(e).strip().splitlines()[0][:50]}")
+                        ours_summary = {}
                         for kernel, launcher, fn in ours_by_dtype[dname]:
-                            if not lib.course_has(launcher.encode()):
-                                s.report(kernel, shape, None, "-", dname, None, None, 0, "not built")
+                            ours_summary.setdefault(kernel, None)
+                            reason = why_not(kernel, launcher, fn)
+                            if reason is not None:
+                                s.report(kernel, shape, None, "-", dname, None, None, 0, reason)
                                 continue
                             o = torch.empty_like(q)
                             call = lambda fn=fn, o=o: fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
@@ -186,6 +227,7 @@ def main():
                             ours_ms = ours_or_none(kernel, shape, call)
                             if ours_ms is None:
                                 continue
+                            ours_summary[kernel] = ours_ms
                             for bname, (out, their_ms) in theirs.items():
                                 if out is None:
                                     continue
@@ -195,8 +237,31 @@ def main():
                                          f"theirs {flops / their_ms / 1e9:6.1f}; theirs/ours = "
                                          f"{their_ms / ours_ms:.2f}")
                             del o
+                        summary.append((dname, d, causal, n, flops,
+                                        {kn: ms for kn, ms in ours_summary.items() if kn in summary_kernels},
+                                        {bn: ms for bn, (_, ms) in theirs.items()}))
                         del q, k, v, theirs
                         torch.cuda.empty_cache()
+
+        # The yardstick at a glance: ours/flash and ours/cudnn are speedups (their time / ours),
+        # so "≥ 1.3× flash and ≥ 0.75× cudnn" reads off the last two columns.
+        def tflops(flops, ms):
+            return f"{flops / ms / 1e9:7.1f}" if ms else "    n/a"
+
+        def speedup(theirs_ms, ours_ms):
+            return f"{theirs_ms / ours_ms:6.2f}x" if (theirs_ms and ours_ms) else "    n/a"
+        print("\n-- prefill16 summary: TFLOP/s; ours/flash, ours/cudnn = speedup over SDPA's flash "
+              "and cuDNN backends (their time / ours)")
+        print(f"{'kernel':16s} {'dtype':5s} {'D':>4s} {'causal':6s} {'N':>6s}  {'ours':>7s} {'flash':>7s} "
+              f"{'cudnn':>7s}  {'ours/flash':>10s} {'ours/cudnn':>10s}")
+        for kernel in summary_kernels:
+            for dname, d, causal, n, flops, ours_ms, their_ms in summary:
+                if kernel not in ours_ms:
+                    continue
+                o_ms, f_ms, c_ms = ours_ms[kernel], their_ms.get("flash"), their_ms.get("cudnn")
+                print(f"{kernel:16s} {dname:5s} {d:4d} {'yes' if causal else 'no':6s} {n:6d}  "
+                      f"{tflops(flops, o_ms)} {tflops(flops, f_ms)} {tflops(flops, c_ms)}  "
+                      f"{speedup(f_ms, o_ms):>10s} {speedup(c_ms, o_ms):>10s}", flush=True)
 
     if "window" in sections:
         w = args.window

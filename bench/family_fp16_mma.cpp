@@ -12,6 +12,7 @@
 // bf16 (finite values of assorted magnitudes: the run time does not depend on them).
 #include <array>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@
 
 #ifdef BENCH_HAVE_05_fp16_mma
 #include "05_fp16_mma.h"
+#endif
+#ifdef BENCH_HAVE_10_hopper_wgmma
+#include "10_hopper_wgmma.h"
 #endif
 
 namespace bench {
@@ -122,19 +126,33 @@ void check16(const Type16& ty, Launch16 launch, const Shape& s, Check& c, cudaSt
   }
 }
 
+// 10_hopper_wgmma is built for sm_90a alone: other GPUs have no code for it.
+bool is_sm90() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0;
+}
+
 course::DeviceBuffer<uint16_t> filled16(int64_t n, uint64_t seed, cudaStream_t st) {
   course::DeviceBuffer<uint16_t> b(static_cast<size_t>(n));
   fill_uniform_half(b.data(), n, seed, -1.f, 1.f, st);
   return b;
 }
 
-Kernel kernel16(const Type16& ty, const char* family, int order, Launch16 launch) {
+Kernel kernel16(const Type16& ty, const char* family, int order, Launch16 launch,
+                const char* exercise = "05_fp16_mma", const char* launcher = "flash_attention_mma") {
   Kernel k;
-  k.exercise = "05_fp16_mma";
-  k.launcher = "flash_attention_mma";
+  k.exercise = exercise;
+  k.launcher = launcher;
   k.family = family;
   k.order = order;
-  k.validate = [&ty, launch](const Shape& s, Check& c, cudaStream_t st) { check16(ty, launch, s, c, st); };
+  const bool hopper_only = std::string(exercise) == "10_hopper_wgmma";
+  k.validate = [&ty, launch, hopper_only](const Shape& s, Check& c, cudaStream_t st) {
+    if (hopper_only && !is_sm90()) throw std::invalid_argument("built for sm_90a only (a Hopper GPU)");
+    check16(ty, launch, s, c, st);
+  };
   k.device_bytes = bytes16;
   k.time = [launch](const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl) {
     const auto& p = s.attn;
@@ -162,6 +180,57 @@ bool register_all() {
                                             reinterpret_cast<const __nv_bfloat16*>(v),
                                             reinterpret_cast<__nv_bfloat16*>(o), p, s);
                       }));
+#endif
+#ifdef BENCH_HAVE_10_hopper_wgmma
+  // The chapter's staircase, then the kernel itself (kOverlapped), each in both types.
+  struct Rung {
+    WgmmaStep step;
+    const char* launcher;
+    int order;
+  };
+  static const Rung rungs[] = {{WgmmaStep::kSerial, "flash_attention_wgmma_step(kSerial)", 40},
+                               {WgmmaStep::kTwoStages, "flash_attention_wgmma_step(kTwoStages)", 41},
+                               {WgmmaStep::kOverlapped, "flash_attention_wgmma", 42}};
+  for (const Rung& r : rungs) {
+    // Launch16 is a plain function pointer: the step goes through a table of captureless lambdas.
+    static const Launch16 fp16_launch[] = {
+        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+           cudaStream_t s) {
+          flash_attention_wgmma_step(WgmmaStep::kSerial, reinterpret_cast<const __half*>(q), reinterpret_cast<const __half*>(k),
+                                     reinterpret_cast<const __half*>(v), reinterpret_cast<__half*>(o), p, s);
+        },
+        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+           cudaStream_t s) {
+          flash_attention_wgmma_step(WgmmaStep::kTwoStages, reinterpret_cast<const __half*>(q), reinterpret_cast<const __half*>(k),
+                                     reinterpret_cast<const __half*>(v), reinterpret_cast<__half*>(o), p, s);
+        },
+        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+           cudaStream_t s) {
+          flash_attention_wgmma(reinterpret_cast<const __half*>(q), reinterpret_cast<const __half*>(k),
+                                reinterpret_cast<const __half*>(v), reinterpret_cast<__half*>(o), p, s);
+        }};
+    static const Launch16 bf16_launch[] = {
+        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+           cudaStream_t s) {
+          flash_attention_wgmma_step(WgmmaStep::kSerial, reinterpret_cast<const __nv_bfloat16*>(q),
+                                     reinterpret_cast<const __nv_bfloat16*>(k), reinterpret_cast<const __nv_bfloat16*>(v),
+                                     reinterpret_cast<__nv_bfloat16*>(o), p, s);
+        },
+        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+           cudaStream_t s) {
+          flash_attention_wgmma_step(WgmmaStep::kTwoStages, reinterpret_cast<const __nv_bfloat16*>(q),
+                                     reinterpret_cast<const __nv_bfloat16*>(k), reinterpret_cast<const __nv_bfloat16*>(v),
+                                     reinterpret_cast<__nv_bfloat16*>(o), p, s);
+        },
+        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+           cudaStream_t s) {
+          flash_attention_wgmma(reinterpret_cast<const __nv_bfloat16*>(q), reinterpret_cast<const __nv_bfloat16*>(k),
+                                reinterpret_cast<const __nv_bfloat16*>(v), reinterpret_cast<__nv_bfloat16*>(o), p, s);
+        }};
+    const int i = int(r.step) - 1;
+    add_kernel(kernel16(kFp16, kFp16Family, r.order, fp16_launch[i], "10_hopper_wgmma", r.launcher));
+    add_kernel(kernel16(kBf16, kBf16Family, r.order, bf16_launch[i], "10_hopper_wgmma", r.launcher));
+  }
 #endif
   return true;
 }
