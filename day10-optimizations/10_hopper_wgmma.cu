@@ -5,7 +5,7 @@
 //   warpgroup 0, the producer: one thread issues every copy (TMA) and hands its registers back
 //     (setmaxnreg.dec); the copy engine does the work, so one thread is enough;
 //   warpgroups 1 and 2, the consumers: 64 query rows each (the M of wgmma), registers taken up
-//     to 240 (setmaxnreg.inc): S_ij (64 × Bc fp32), P_ij (16-bit) and O_i (64 × D fp32) all
+//     to 240 (setmaxnreg.inc): S_ij (64 × 128 fp32), P_ij (16-bit) and O_i (64 × D fp32) all
 //     live in registers.
 // Q_i is copied once; the key tiles K_j, V_j (Bc keys) go through a ring of kStages shared-memory
 // stages. Per stage four mbarriers: K full and V full (the copy engine completes them, counting
@@ -61,19 +61,18 @@ __host__ __device__ uint64_t wgmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_b
 namespace {
 
 using mma_sm80::pack2;
-using mma_sm80::unpack2;
 
 constexpr float kLog2e = 1.4426950408889634f;
 
 // snippet-begin: config
-template <class T, int D, int kStagesT, bool kOverlapT, int kBcT>
+template <class T, int D, int kStagesT, bool kOverlapT>
 struct HopperConfig {
   static constexpr int kStages = kStagesT;          // K/V ring depth
   static constexpr bool kOverlap = kOverlapT;       // softmax of tile j under the GEMMs of j-1
   static constexpr int kRowsPerConsumer = 64;       // M of wgmma: one warpgroup, 64 query rows
   static constexpr int kConsumers = 2;              // consumer warpgroups
   static constexpr int kBr = kRowsPerConsumer * kConsumers;  // 128 query rows per block
-  static constexpr int kBc = kBcT;                  // keys per tile: N of S = Q·Kᵀ (96 or 128)
+  static constexpr int kBc = 128;                   // keys per tile: N of S = Q·Kᵀ
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kProducerRegs = 24;          // one issuing thread needs almost nothing
   static constexpr int kConsumerRegs = 240;         // 24·128 + 240·256 <= 65536
@@ -88,11 +87,10 @@ struct HopperConfig {
   static constexpr int kAccS = kBc / 2;             // S elements per consumer thread
   static constexpr int kAccO = D / 2;               // O elements per consumer thread
   static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp
-  static constexpr int kBarriers = 1 + 4 * kStages;  // Q full; per stage K and V full, K and V empty
+  static constexpr int kBarriers = 2 + 4 * kStages;  // Q full; per stage K/V full, K/V empty; done
   // 1024 bytes of slack: the swizzle repeats every 1024 bytes and tiles must start on one.
   static constexpr size_t kSmemBytes = 1024 + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
   static_assert(!kOverlap || kStages >= 2, "the overlapped order holds V_{j-1} while K_j loads");
-  static_assert(kBc % 16 == 0 && kBc <= 128, "S = Q·Kᵀ is one m64nBck16 wgmma chain");
 };
 // snippet-end: config
 
@@ -105,6 +103,7 @@ struct Barriers {
   uint64_t v_full[kStages];
   uint64_t k_empty[kStages];
   uint64_t v_empty[kStages];
+  uint64_t done;  // completed when both consumer warpgroups have finished (for the watchdog)
 };
 
 // ---- the producer: one thread --------------------------------------------------------------
@@ -127,13 +126,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
 }
 
 // ---- the consumers' pieces -----------------------------------------------------------------
-// The shapes: S is 64 × Bc (Bc = 96 or 128), O is 64 × D (D = 64 or 128).
-template <class T, int N>
-__device__ __forceinline__ void wgmma_s(float (&s)[N], uint64_t da, uint64_t db, int scale_d) {
-  if constexpr (N == 48) hopper::wgmma_m64n96k16_ss<T>(s, da, db, scale_d);
-  else hopper::wgmma_m64n128k16_ss<T>(s, da, db, scale_d);
-}
-
+// O is 64 × D: one wgmma shape per head dim.
 template <class T, int D>
 __device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t db) {
   if constexpr (D == 64) hopper::wgmma_m64n64k16_rs<T>(o, a, db, 1);
@@ -170,17 +163,22 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2]
   alpha[0] = alpha[1] = 1.f;  // TODO(7): replace
 }
 
-// P_ij (in s, fp32) rounded into the A-operand registers of P·V, and ℓ from the same rounded
-// values that multiply V: ℓ ← α·ℓ + rowsum(P).
+// P_ij (in s, fp32) rounded into the A-operand registers of P·V, and ℓ ← α·ℓ + rowsum(P_ij),
+// summed in fp32 from the unrounded values: no unpacking (the D = 64 kernel is short of ALU
+// issue slots, not of accuracy: the rounding of P moves each weight by at most 2^-9 relative
+// (bf16), independently, so ℓ and the P that multiplies V disagree far below the tolerance).
 template <class C, class T>
 __device__ __forceinline__ void pack_p(const float (&s)[C::kAccS], uint32_t (&pa)[C::kPVSteps][4], float (&l)[2],
                                        const float (&alpha)[2]) {
-  // TODO(8) (≈ 12 lines): P rounded to T into the A-operand registers, and ℓ updated from the same
-  //   rounded values (lesson: "The online softmax on wgmma fragments").
+  // TODO(8) (≈ 12 lines): P rounded to T into the A-operand registers, and ℓ updated in fp32
+  //   (lesson: "The online softmax on wgmma fragments").
 }
 
+// O's rows shrink by alpha. After the first tiles a row's maximum rarely moves (alpha = 1 for
+// every row of the warp): the multiplications are skipped then, exactly (x·1 = x).
 template <int N>
 __device__ __forceinline__ void rescale_rows(float (&o)[N], const float (&alpha)[2]) {
+  if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
   for (int i = 0; i < N; ++i) o[i] *= alpha[(i / 2) % 2];
 }
@@ -236,6 +234,9 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
       *reinterpret_cast<uint32_t*>(out + int64_t(row) * D + wgmma_acc_col(t, i)) =
           pack2<T>(acc_o[i] * inv, acc_o[i + 1] * inv);
   }
+  // Tell the watchdog this warpgroup is done (its 4 warps have all passed their last wait).
+  hopper::named_barrier_sync(1 + cw, 128);
+  if (t == 0) hopper::mbar_arrive(&bar.done);
 }
 
 template <class C, class T, int D>
@@ -269,6 +270,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       hopper::mbar_init(&bar.k_empty[s], C::kReleaseArrivals);
       hopper::mbar_init(&bar.v_empty[s], C::kReleaseArrivals);
     }
+    hopper::mbar_init(&bar.done, C::kConsumers);
     hopper::mbar_init_fence();
   }
   __syncthreads();  // every thread sees initialised barriers before anyone waits on one
@@ -280,6 +282,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // No tile: every row sees nothing; nothing is loaded (no copy may outlive the block).
     if (t == 0 && n_tiles > 0)
       produce<C>(&tm_q, &tm_k, &tm_v, Qs, Ks, Vs, bar, q0, b * p.heads_q + h, b * p.heads_kv + h_kv, n_tiles);
+    else if (t == 32)
+      hopper::watchdog(&bar.done);
   } else {
     // The two roles are the two branches of one if/else: ptxas then gives each branch the
     // register budget its setmaxnreg sets (an early return instead keeps everyone at 168).
@@ -289,9 +293,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #endif
 }
 
-template <class T, int D, int kStages, bool kOverlap, int kBc>
+template <class T, int D, int kStages, bool kOverlap>
 void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p, cudaStream_t stream) {
-  using C = HopperConfig<T, D, kStages, kOverlap, kBc>;
+  using C = HopperConfig<T, D, kStages, kOverlap>;
   const size_t limit = size_t(course::smem_limit_per_block());
   if (C::kSmemBytes > limit)
     throw std::runtime_error("flash_attention_wgmma: needs " + std::to_string(C::kSmemBytes) +
@@ -310,11 +314,9 @@ template <class T, int D>
 void launch_step(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
                  cudaStream_t stream) {
   switch (step) {
-    case WgmmaStep::kSerial: return launch<T, D, 1, false, 128>(q, k, v, o, p, stream);
-    case WgmmaStep::kTwoStages: return launch<T, D, 2, false, 128>(q, k, v, o, p, stream);
-    // Overlapped, S_j (64 × Bc fp32), O and P live at once: at D = 128 a 128-key S leaves ptxas
-    // short of registers and it serializes every wgmma (warning C7512); 96 keys fit.
-    case WgmmaStep::kOverlapped: return launch<T, D, 2, true, D == 128 ? 96 : 128>(q, k, v, o, p, stream);
+    case WgmmaStep::kSerial: return launch<T, D, 1, false>(q, k, v, o, p, stream);
+    case WgmmaStep::kTwoStages: return launch<T, D, 2, false>(q, k, v, o, p, stream);
+    case WgmmaStep::kOverlapped: return launch<T, D, 2, true>(q, k, v, o, p, stream);
   }
   throw std::invalid_argument("flash_attention_wgmma_step: step must be kSerial, kTwoStages or kOverlapped");
 }

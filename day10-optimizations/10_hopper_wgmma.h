@@ -9,7 +9,8 @@
 //
 // Precision: Q, K, V and O are fp16 (__half) or bf16 (__nv_bfloat16), one overload each. S, the
 // softmax statistics (m, ℓ) and O accumulate in fp32; P is rounded to the 16-bit type because it
-// is the A operand of P·V, and ℓ sums the same rounded P. O is rounded (to nearest even) once.
+// is the A operand of P·V, while ℓ sums P in fp32 (as FlashAttention-2/3 do; exercise 05 sums the
+// rounded P instead). O is rounded (to nearest even) once.
 //
 // Layouts and mask semantics: common/attention_params.h ([B, H, N, D] row-major, bottom-right
 // causal alignment, rows that see no key output zeros). Any Hq that is a multiple of Hkv (query

@@ -67,20 +67,34 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
   return t;
 }
 
-// Waits until the phase of parity `parity` has completed. A phase that has not completed after
-// kMbarTimeoutNs is one that never will (a wrong parity, a missing arrival, fewer bytes than
-// announced): the kernel then traps, so the launch fails ("unspecified launch failure") and the
-// test reports it, instead of the GPU hanging. (try_wait itself sleeps in hardware between
-// polls; the clock is read only on the slow path. No printf here: a call inside the consumer
-// loop would make ptxas serialize every wgmma, warning C7510.)
-constexpr uint64_t kMbarTimeoutNs = 4000000000ull;  // 4 s; a correct wait lasts microseconds
-
+// Waits until the phase of parity `parity` has completed (try_wait itself suspends the thread in
+// hardware for a while between polls, so this loop does not burn issue slots).
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  if (mbar_try_wait(bar, parity)) return;
-  const uint64_t t0 = globaltimer_ns();
   while (!mbar_try_wait(bar, parity)) {
-    if (globaltimer_ns() - t0 > kMbarTimeoutNs) __trap();
   }
+}
+
+// ---- an in-kernel watchdog ---------------------------------------------------------------
+// A phase that never completes (a wrong parity, a missing arrival, fewer bytes than announced)
+// hangs the block forever. One otherwise idle thread of the producer warpgroup waits on the
+// block's `done` barrier, which the consumers complete when they finish: after kWatchdogNs it
+// traps, the launch fails ("unspecified launch failure") and the test says what that usually
+// means, instead of the GPU hanging. try_wait wakes the watchdog as soon as the phase completes,
+// so a healthy block does not live a moment longer. (The trap lives here, not in mbar_wait: a
+// trap inside the consumers' wgmma pipeline makes ptxas serialize every wgmma, warning C7512.)
+constexpr uint64_t kWatchdogNs = 10000000000ull;  // 10 s: a block lasts milliseconds, even under a sanitizer
+
+__device__ __forceinline__ void watchdog(uint64_t* done) {
+  const uint64_t t0 = globaltimer_ns();
+  while (!mbar_try_wait(done, 0)) {
+    if (globaltimer_ns() - t0 > kWatchdogNs) __trap();
+  }
+}
+
+// A barrier for `threads` threads (a multiple of 32) on hardware barrier `id` (1..15; 0 is
+// __syncthreads): lets one warpgroup synchronise without stopping the others.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // ---- TMA: the copy engine moves a box of a tensor into shared memory -------------------------
@@ -147,13 +161,6 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N][4]) {
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-#define HOPPER_WGMMA_ACC48(d) \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
 #define HOPPER_WGMMA_ACC64(d) \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -163,23 +170,6 @@ __device__ __forceinline__ void fence_regs(uint32_t (&r)[N][4]) {
   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-
-// D (64 × 96, fp32) {+}= A (64 × 16) · B (16 × 96). A (Q) and B (K) both from shared memory, both K-major (imm-trans-a = imm-trans-b = 0).
-// scale_d = 0: D = A·B (the old D is ignored, so D needs no zeroing); 1: D += A·B.
-#define HOPPER_WGMMA_M64N96K16_SS(TYPE) \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n96k16.f32." TYPE "." TYPE " {" \
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" \
-               "}, %48, %49, p, 1, 1, 0, 0;\n}\n" \
-               : HOPPER_WGMMA_ACC48(d) \
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
-template <class T>
-__device__ __forceinline__ void wgmma_m64n96k16_ss(float (&d)[48], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  if constexpr (std::is_same<T, __half>::value) HOPPER_WGMMA_M64N96K16_SS("f16");
-  else HOPPER_WGMMA_M64N96K16_SS("bf16");
-}
 
 // D (64 × 128, fp32) {+}= A (64 × 16) · B (16 × 128). A (Q) and B (K) both from shared memory, both K-major (imm-trans-a = imm-trans-b = 0).
 // scale_d = 0: D = A·B (the old D is ignored, so D needs no zeroing); 1: D += A·B.
