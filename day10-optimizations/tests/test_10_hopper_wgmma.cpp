@@ -12,8 +12,8 @@
 //   kNanTail    K and V followed by 128 rows of NaN: anything read past Nk poisons the output.
 // The output is NaN-poisoned with guard regions before every launch (DeviceBuffer).
 //
-// A kernel that waits on an mbarrier phase that never completes traps after 4 s
-// (hopper_sm90.cuh, mbar_wait); the launch then fails and the test says what that usually means.
+// A block whose mbarrier phase never completes is ended by the kernel's watchdog thread after
+// 10 s (hopper_sm90.cuh, watchdog): the launch fails and the test says what that usually means.
 //
 // The [index] cases check wgmma_acc_row/col, wgmma_p_a_index and wgmma_desc_sw128 on the CPU
 // alone, against the PTX ISA's tables (the wgmma D and A fragments of each warp are the m16n8k16
@@ -108,9 +108,10 @@ void check_case(const Shape& sh, Inputs in, const std::string& name, int64_t idx
   const cudaError_t err = cudaDeviceSynchronize();
   if (err == cudaErrorLaunchFailure || err == cudaErrorIllegalInstruction) {
     FAIL("the kernel stopped with '" << cudaGetErrorString(err) << "'. In this exercise that is almost always "
-         "an mbarrier wait that timed out (hopper_sm90.cuh traps after 4 s): a wait on the wrong parity, a "
-         "stage the consumers never release (8 warp arrivals per phase), or expect_tx bytes that never land. "
-         "The GPU context is now unusable: the test cases after this one fail too.");
+         "the watchdog (hopper_sm90.cuh) ending a block that waited 10 s on an mbarrier phase that never "
+         "completes: a wait on the wrong parity, a tile the consumers never release (8 warp arrivals per "
+         "phase), or expect_tx bytes that never land. The GPU context is now unusable: the test cases after "
+         "this one fail too.");
   }
   CUDA_CHECK(err);
   const course::Dims dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}};

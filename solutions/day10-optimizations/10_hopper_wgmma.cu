@@ -77,7 +77,7 @@ struct HopperConfig {
   static constexpr int kBc = 128;                   // keys per tile: N of S = Q·Kᵀ
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kProducerRegs = 24;          // one issuing thread needs almost nothing
-  static constexpr int kConsumerRegs = 240;         // 24·128 + 240·256 <= 65536
+  static constexpr int kConsumerRegs = 240;         // 24·128 + 240·256 = 64512 = 168·384, the start
   static constexpr int kSwizzleCols = 64;           // 64 16-bit values = one 128-byte swizzle row
   static constexpr int kColBlocks = D / kSwizzleCols;
   static constexpr int kQBlockBytes = kBr * 128;    // one 64-column block of Q_i
@@ -92,7 +92,6 @@ struct HopperConfig {
   static constexpr int kBarriers = 2 + 4 * kStages;  // Q full; per stage K/V full, K/V empty; done
   // 1024 bytes of slack: the swizzle repeats every 1024 bytes and tiles must start on one.
   static constexpr size_t kSmemBytes = 1024 + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
-  static_assert(!kOverlap || kStages >= 2, "the overlapped order holds V_{j-1} while K_j loads");
 };
 // snippet-end: config
 
@@ -224,8 +223,9 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2]
 
 // P_ij (in s, fp32) rounded into the A-operand registers of P·V, and ℓ ← α·ℓ + rowsum(P_ij),
 // summed in fp32 from the unrounded values: no unpacking (the D = 64 kernel is short of ALU
-// issue slots, not of accuracy: the rounding of P moves each weight by at most 2^-9 relative
-// (bf16), independently, so ℓ and the P that multiplies V disagree far below the tolerance).
+// issue slots, not of accuracy: the rounding of P moves each weight by at most 2^-8 relative
+// (bf16; 2^-11 fp16), independently, so ℓ and the P that multiplies V disagree far below the
+// tolerance).
 template <class C, class T>
 __device__ __forceinline__ void pack_p(const float (&s)[C::kAccS], uint32_t (&pa)[C::kPVSteps][4], float (&l)[2],
                                        const float (&alpha)[2]) {
