@@ -163,6 +163,19 @@ Kernel kernel16(const Type16& ty, const char* family, int order, Launch16 launch
   return k;
 }
 
+#ifdef BENCH_HAVE_10_hopper_wgmma
+// One rung of 10's staircase as a Launch16 (kPingPong through flash_attention_wgmma itself).
+template <WgmmaStep kStep, class T>
+void wgmma16(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+             cudaStream_t s) {
+  const T* tq = reinterpret_cast<const T*>(q);
+  const T* tk = reinterpret_cast<const T*>(k);
+  const T* tv = reinterpret_cast<const T*>(v);
+  if (kStep == WgmmaStep::kPingPong) flash_attention_wgmma(tq, tk, tv, reinterpret_cast<T*>(o), p, s);
+  else flash_attention_wgmma_step(kStep, tq, tk, tv, reinterpret_cast<T*>(o), p, s);
+}
+#endif
+
 bool register_all() {
   add_family(bf16_family());
 #ifdef BENCH_HAVE_05_fp16_mma
@@ -182,55 +195,23 @@ bool register_all() {
                       }));
 #endif
 #ifdef BENCH_HAVE_10_hopper_wgmma
-  // The chapter's staircase, then the kernel itself (kOverlapped), each in both types.
-  struct Rung {
-    WgmmaStep step;
-    const char* launcher;
-    int order;
-  };
-  static const Rung rungs[] = {{WgmmaStep::kSerial, "flash_attention_wgmma_step(kSerial)", 40},
-                               {WgmmaStep::kTwoStages, "flash_attention_wgmma_step(kTwoStages)", 41},
-                               {WgmmaStep::kOverlapped, "flash_attention_wgmma", 42}};
-  for (const Rung& r : rungs) {
-    // Launch16 is a plain function pointer: the step goes through a table of captureless lambdas.
-    static const Launch16 fp16_launch[] = {
-        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
-           cudaStream_t s) {
-          flash_attention_wgmma_step(WgmmaStep::kSerial, reinterpret_cast<const __half*>(q), reinterpret_cast<const __half*>(k),
-                                     reinterpret_cast<const __half*>(v), reinterpret_cast<__half*>(o), p, s);
-        },
-        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
-           cudaStream_t s) {
-          flash_attention_wgmma_step(WgmmaStep::kTwoStages, reinterpret_cast<const __half*>(q), reinterpret_cast<const __half*>(k),
-                                     reinterpret_cast<const __half*>(v), reinterpret_cast<__half*>(o), p, s);
-        },
-        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
-           cudaStream_t s) {
-          flash_attention_wgmma(reinterpret_cast<const __half*>(q), reinterpret_cast<const __half*>(k),
-                                reinterpret_cast<const __half*>(v), reinterpret_cast<__half*>(o), p, s);
-        }};
-    static const Launch16 bf16_launch[] = {
-        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
-           cudaStream_t s) {
-          flash_attention_wgmma_step(WgmmaStep::kSerial, reinterpret_cast<const __nv_bfloat16*>(q),
-                                     reinterpret_cast<const __nv_bfloat16*>(k), reinterpret_cast<const __nv_bfloat16*>(v),
-                                     reinterpret_cast<__nv_bfloat16*>(o), p, s);
-        },
-        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
-           cudaStream_t s) {
-          flash_attention_wgmma_step(WgmmaStep::kTwoStages, reinterpret_cast<const __nv_bfloat16*>(q),
-                                     reinterpret_cast<const __nv_bfloat16*>(k), reinterpret_cast<const __nv_bfloat16*>(v),
-                                     reinterpret_cast<__nv_bfloat16*>(o), p, s);
-        },
-        [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
-           cudaStream_t s) {
-          flash_attention_wgmma(reinterpret_cast<const __nv_bfloat16*>(q), reinterpret_cast<const __nv_bfloat16*>(k),
-                                reinterpret_cast<const __nv_bfloat16*>(v), reinterpret_cast<__nv_bfloat16*>(o), p, s);
-        }};
-    const int i = int(r.step) - 1;
-    add_kernel(kernel16(kFp16, kFp16Family, r.order, fp16_launch[i], "10_hopper_wgmma", r.launcher));
-    add_kernel(kernel16(kBf16, kBf16Family, r.order, bf16_launch[i], "10_hopper_wgmma", r.launcher));
-  }
+  // The chapter's staircase, then the kernel itself (kPingPong), each in both types.
+  add_kernel(kernel16(kFp16, kFp16Family, 40, wgmma16<WgmmaStep::kSerial, __half>, "10_hopper_wgmma",
+                      "flash_attention_wgmma_step(kSerial)"));
+  add_kernel(kernel16(kFp16, kFp16Family, 41, wgmma16<WgmmaStep::kTwoStages, __half>, "10_hopper_wgmma",
+                      "flash_attention_wgmma_step(kTwoStages)"));
+  add_kernel(kernel16(kFp16, kFp16Family, 42, wgmma16<WgmmaStep::kOverlapped, __half>, "10_hopper_wgmma",
+                      "flash_attention_wgmma_step(kOverlapped)"));
+  add_kernel(kernel16(kFp16, kFp16Family, 43, wgmma16<WgmmaStep::kPingPong, __half>, "10_hopper_wgmma",
+                      "flash_attention_wgmma"));
+  add_kernel(kernel16(kBf16, kBf16Family, 40, wgmma16<WgmmaStep::kSerial, __nv_bfloat16>, "10_hopper_wgmma",
+                      "flash_attention_wgmma_step(kSerial)"));
+  add_kernel(kernel16(kBf16, kBf16Family, 41, wgmma16<WgmmaStep::kTwoStages, __nv_bfloat16>, "10_hopper_wgmma",
+                      "flash_attention_wgmma_step(kTwoStages)"));
+  add_kernel(kernel16(kBf16, kBf16Family, 42, wgmma16<WgmmaStep::kOverlapped, __nv_bfloat16>, "10_hopper_wgmma",
+                      "flash_attention_wgmma_step(kOverlapped)"));
+  add_kernel(kernel16(kBf16, kBf16Family, 43, wgmma16<WgmmaStep::kPingPong, __nv_bfloat16>, "10_hopper_wgmma",
+                      "flash_attention_wgmma"));
 #endif
   return true;
 }

@@ -4,8 +4,8 @@
 //   written with Hopper's own instructions: warpgroup matrix products (wgmma.mma_async) reading
 //   shared memory through descriptors, tiles brought in by the copy engine (TMA,
 //   cp.async.bulk.tensor) and counted by mbarriers, one producer warpgroup feeding two consumer
-//   warpgroups (warp specialization, setmaxnreg), and the softmax of one key tile run while the
-//   tensor cores multiply the previous one.
+//   warpgroups (warp specialization, setmaxnreg), the softmax of one key tile run while the
+//   tensor cores multiply the previous one, and the two consumers taking turns (ping-pong).
 //
 // Precision: Q, K, V and O are fp16 (__half) or bf16 (__nv_bfloat16), one overload each. S, the
 // softmax statistics (m, ℓ) and O accumulate in fp32; P is rounded to the 16-bit type because it
@@ -54,11 +54,12 @@ __host__ __device__ uint64_t wgmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_b
 
 // ---------------------------------------------------------------------------------------------
 // The staircase of the chapter, one rung per idea, for the bench (`make bench`, family
-// prefill_fp16 / prefill_bf16). kOverlapped is what flash_attention_wgmma runs.
+// prefill_fp16 / prefill_bf16). kPingPong is what flash_attention_wgmma runs.
 enum class WgmmaStep {
-  kSerial = 1,      // one K/V stage: the producer loads a tile only after the consumers freed the last
-  kTwoStages = 2,   // a ring of two stages: the next tile loads while this one is multiplied
-  kOverlapped = 3,  // + the softmax of tile j runs while the tensor cores compute P_{j-1}·V_{j-1}
+  kSerial = 1,      // one K/V stage (K and V released apart: K_{j+1} loads while P_ij·V_j runs)
+  kTwoStages = 2,   // a ring of two stages: the next tiles load while this one is multiplied
+  kOverlapped = 3,  // + the softmax of tile j runs while the tensor cores compute S_j and P_{j-1}·V_{j-1}
+  kPingPong = 4,    // + the two consumer warpgroups take turns on the tensor cores (named barriers)
 };
 
 void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __half* o,

@@ -97,6 +97,12 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Counts this warp's threads on barrier `id` without waiting: the other side of a
+// named_barrier_sync (one warpgroup arrives, the other waits until all `threads` have).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- TMA: the copy engine moves a box of a tensor into shared memory -------------------------
 // One thread issues the copy; it completes on `bar` as transaction bytes (the full box, also
 // where it hangs past the tensor's end: those elements are written as zeros).

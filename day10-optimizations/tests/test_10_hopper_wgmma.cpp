@@ -300,7 +300,7 @@ TEST_CASE("flash_attention_wgmma: bf16 output is rounded to nearest, not truncat
 TEST_CASE("flash_attention_wgmma_step: every rung of the staircase computes the same function", "[day10][hopper][quick]") {
   const std::vector<Shape> shapes{{1, 2, 2, 200, 333, 128, true, "causal, tails, 3 tiles"},
                                   {1, 4, 2, 130, 600, 64, false, "GQA 4/2, 5 tiles"}};
-  for (WgmmaStep step : {WgmmaStep::kSerial, WgmmaStep::kTwoStages, WgmmaStep::kOverlapped}) {
+  for (WgmmaStep step : {WgmmaStep::kSerial, WgmmaStep::kTwoStages, WgmmaStep::kOverlapped, WgmmaStep::kPingPong}) {
     INFO("step " << int(step));
     auto launch = [step](const auto* q, const auto* k, const auto* v, auto* o, const AttentionParams& p) {
       flash_attention_wgmma_step(step, q, k, v, o, p);

@@ -16,7 +16,9 @@
 // shared memory, transposed by the instruction itself.
 // The overlapped order (FlashAttention-3's intra-warpgroup pipelining): the tensor cores run
 // S_{i,j} and P_{i,j-1}·V_{j-1} back to back while the warpgroup computes the softmax of S_{i,j};
-// only the rescale of O_i waits for P_{i,j-1}·V_{j-1} to finish.
+// only the rescale of O_i waits for P_{i,j-1}·V_{j-1} to finish. Ping-pong (FlashAttention-3's
+// inter-warpgroup schedule): the two consumers take turns issuing their GEMMs, handing the turn
+// over through two named barriers, so that one's softmax runs while the other's GEMMs do.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -65,12 +67,16 @@ namespace {
 using mma_sm80::pack2;
 
 constexpr float kLog2e = 1.4426950408889634f;
+// Named barriers (0 is __syncthreads): 1 and 2, each consumer's own end; 3 and 4, consumer 0's
+// and consumer 1's turn to issue GEMMs under ping-pong.
+constexpr int kTurnBarrier = 3;
 
 // snippet-begin: config
-template <class T, int D, int kStagesT, bool kOverlapT>
+template <class T, int D, int kStagesT, bool kOverlapT, bool kPingPongT>
 struct HopperConfig {
   static constexpr int kStages = kStagesT;          // K/V ring depth
   static constexpr bool kOverlap = kOverlapT;       // softmax of tile j under the GEMMs of j-1
+  static constexpr bool kPingPong = kPingPongT;     // the consumers take turns issuing GEMMs
   static constexpr int kRowsPerConsumer = 64;       // M of wgmma: one warpgroup, 64 query rows
   static constexpr int kConsumers = 2;              // consumer warpgroups
   static constexpr int kBr = kRowsPerConsumer * kConsumers;  // 128 query rows per block
@@ -280,6 +286,11 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   auto needs_mask = [&](int k0) { return k0 + C::kBc > Nk || (p.causal && k0 + C::kBc - 1 > row0 + off); };
 
   if (n_tiles > 0) hopper::mbar_wait(&bar.q_full, 0);
+  // Ping-pong: consumer 0 takes the first turn, handed to it by consumer 1; every turn ends by
+  // handing the next to the other. Both take n_tiles + 1 turns, so consumer 1's last hand-over
+  // is taken by consumer 0 after its loop (below): no arrival is left pending at exit.
+  if constexpr (C::kPingPong)
+    if (n_tiles > 0 && cw == 1) hopper::named_barrier_arrive(kTurnBarrier, 256);
   if constexpr (!C::kOverlap) {
     // snippet-begin: consumer-serial
     for (int j = 0; j < n_tiles; ++j) {
@@ -306,7 +317,9 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
     {  // tile 0: its softmax has nothing to hide under
       float acc_s[C::kAccS];
       hopper::mbar_wait(&bar.k_full[0], 0);
+      if constexpr (C::kPingPong) hopper::named_barrier_sync(kTurnBarrier + cw, 256);
       issue_s_gemm<C, T>(acc_s, q_addr, k_base);
+      if constexpr (C::kPingPong) hopper::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);
       hopper::wgmma_wait<0>();
       hopper::fence_regs(acc_s);
       release(&bar.k_empty[0]);
@@ -317,9 +330,11 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
       const int s = j % C::kStages, sp = (j - 1) % C::kStages;
       float acc_s[C::kAccS];
       hopper::mbar_wait(&bar.k_full[s], (j / C::kStages) & 1);
-      issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);       // group 1: S_j
       hopper::mbar_wait(&bar.v_full[sp], ((j - 1) / C::kStages) & 1);
+      if constexpr (C::kPingPong) hopper::named_barrier_sync(kTurnBarrier + cw, 256);      // my turn
+      issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);       // group 1: S_j
       issue_pv_gemm<C, T, D>(acc_o, pa, v_base + sp * C::kKVTileBytes);     // group 2: P_{j-1} V_{j-1}
+      if constexpr (C::kPingPong) hopper::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);  // yours
       hopper::wgmma_wait<1>();                                               // S_j is done: K_j is free
       hopper::fence_regs(acc_s);
       release(&bar.k_empty[s]);
@@ -332,7 +347,9 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
     }
     const int s = (n_tiles - 1) % C::kStages;
     hopper::mbar_wait(&bar.v_full[s], ((n_tiles - 1) / C::kStages) & 1);
+    if constexpr (C::kPingPong) hopper::named_barrier_sync(kTurnBarrier + cw, 256);
     issue_pv_gemm<C, T, D>(acc_o, pa, v_base + s * C::kKVTileBytes);
+    if constexpr (C::kPingPong) hopper::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);
     hopper::wgmma_wait<0>();
     hopper::fence_regs(acc_o);
     release(&bar.v_empty[s]);
@@ -355,6 +372,8 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
       *reinterpret_cast<uint32_t*>(out + int64_t(row) * D + wgmma_acc_col(t, i)) =
           pack2<T>(acc_o[i] * inv, acc_o[i + 1] * inv);
   }
+  if constexpr (C::kPingPong)
+    if (n_tiles > 0 && cw == 0) hopper::named_barrier_sync(kTurnBarrier, 256);
   // Tell the watchdog this warpgroup is done (its 4 warps have all passed their last wait).
   hopper::named_barrier_sync(1 + cw, 128);
   if (t == 0) hopper::mbar_arrive(&bar.done);
@@ -414,9 +433,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #endif
 }
 
-template <class T, int D, int kStages, bool kOverlap>
+template <class T, int D, int kStages, bool kOverlap, bool kPingPong>
 void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p, cudaStream_t stream) {
-  using C = HopperConfig<T, D, kStages, kOverlap>;
+  using C = HopperConfig<T, D, kStages, kOverlap, kPingPong>;
   const size_t limit = size_t(course::smem_limit_per_block());
   if (C::kSmemBytes > limit)
     throw std::runtime_error("flash_attention_wgmma: needs " + std::to_string(C::kSmemBytes) +
@@ -435,11 +454,12 @@ template <class T, int D>
 void launch_step(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
                  cudaStream_t stream) {
   switch (step) {
-    case WgmmaStep::kSerial: return launch<T, D, 1, false>(q, k, v, o, p, stream);
-    case WgmmaStep::kTwoStages: return launch<T, D, 2, false>(q, k, v, o, p, stream);
-    case WgmmaStep::kOverlapped: return launch<T, D, 2, true>(q, k, v, o, p, stream);
+    case WgmmaStep::kSerial: return launch<T, D, 1, false, false>(q, k, v, o, p, stream);
+    case WgmmaStep::kTwoStages: return launch<T, D, 2, false, false>(q, k, v, o, p, stream);
+    case WgmmaStep::kOverlapped: return launch<T, D, 2, true, false>(q, k, v, o, p, stream);
+    case WgmmaStep::kPingPong: return launch<T, D, 2, true, true>(q, k, v, o, p, stream);
   }
-  throw std::invalid_argument("flash_attention_wgmma_step: step must be kSerial, kTwoStages or kOverlapped");
+  throw std::invalid_argument("flash_attention_wgmma_step: step must be kSerial, kTwoStages, kOverlapped or kPingPong");
 }
 
 template <class T>
@@ -458,12 +478,12 @@ void wgmma_impl(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const 
 
 void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __half* o,
                            const course::AttentionParams& p, cudaStream_t stream) {
-  wgmma_impl(WgmmaStep::kOverlapped, q, k, v, o, p, stream);
+  wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, p, stream);
 }
 
 void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                            __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream) {
-  wgmma_impl(WgmmaStep::kOverlapped, q, k, v, o, p, stream);
+  wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, p, stream);
 }
 
 void flash_attention_wgmma_step(WgmmaStep step, const __half* q, const __half* k, const __half* v, __half* o,
