@@ -163,8 +163,9 @@ template <class C>
 __device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2], float (&alpha)[2], int t, int row0,
                                              int k0, int Nk, int off, bool causal, bool needs_mask, float scale) {
   // TODO(7) (≈ 25 lines): scale and mask this tile's scores, then per row r: the new maximum over
-  //   the quad, alpha[r], m[r], and the probabilities in place of the scores. A row that has seen
-  //   no key yet must come out 0, never NaN (lesson: "The online softmax on wgmma fragments").
+  //   the quad, alpha[r], m[r], and the probabilities in place of the scores (exponentials by
+  //   hopper::exp2_ftz). A row that has seen no key yet must come out 0, never NaN (lesson: "The
+  //   online softmax on wgmma fragments").
   alpha[0] = alpha[1] = 1.f;  // TODO(7): replace
 }
 

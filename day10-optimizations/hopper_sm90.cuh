@@ -120,6 +120,18 @@ __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
+// ---- the exponential: one MUFU instruction --------------------------------------------------
+// 2^x as the special-function unit computes it (about 2 ulp), subnormal results flushed to 0.
+// exp2f(x) is the same instruction wrapped in a range check that rescales around it so that
+// subnormal results come out right (a compare and two multiplies more per call): probabilities
+// below 2^-126 are 0 for attention anyway, and the softmax is where this kernel's instruction
+// slots go.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // ---- setmaxnreg: a warpgroup gives registers back to the pool or takes more ---------------
 // Every thread of the warpgroup executes the same one; takes effect only when the kernel has a
 // register cap at entry (__launch_bounds__(threads, 1)).

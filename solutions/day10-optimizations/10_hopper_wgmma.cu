@@ -216,12 +216,12 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2]
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     // A row that has seen no key yet keeps m = -inf: subtract 0 instead (P and alpha become 0).
     const float m_log2 = mx == -INFINITY ? 0.f : __fmul_rn(mx, kLog2e);
-    alpha[r] = exp2f(__fmul_rn(m[r], kLog2e) - m_log2);
+    alpha[r] = hopper::exp2_ftz(__fmul_rn(m[r], kLog2e) - m_log2);
     m[r] = mx;
 #pragma unroll
     for (int c = 0; c < C::kAccS / 4; ++c) {
-      s[4 * c + 2 * r] = exp2f(fmaf(s[4 * c + 2 * r], kLog2e, -m_log2));
-      s[4 * c + 2 * r + 1] = exp2f(fmaf(s[4 * c + 2 * r + 1], kLog2e, -m_log2));
+      s[4 * c + 2 * r] = hopper::exp2_ftz(fmaf(s[4 * c + 2 * r], kLog2e, -m_log2));
+      s[4 * c + 2 * r + 1] = hopper::exp2_ftz(fmaf(s[4 * c + 2 * r + 1], kLog2e, -m_log2));
     }
   }
   // snippet-end: softmax
