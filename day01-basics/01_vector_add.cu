@@ -1,5 +1,5 @@
 // Day 01 · Exercise 01 · vector add: thread indexing, the grid-stride loop, bounds checks.
-// Lesson: day01-basics/README.md, section "01 · vector add". Test: make test EX=01_vector_add
+// Lesson: day01-basics/01_vector_add/README.md. Test: make test EX=01_vector_add
 #include <algorithm>
 
 #include "01_vector_add.h"

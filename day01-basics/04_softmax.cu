@@ -1,5 +1,5 @@
 // Day 01 · Exercise 04 · row softmax: the safe three-pass version, then online softmax.
-// Lesson: day01-basics/README.md, section "04 · softmax". Test: make test EX=04_softmax
+// Lesson: day01-basics/04_softmax/README.md. Test: make test EX=04_softmax
 #include <cmath>
 #include <cstdint>
 

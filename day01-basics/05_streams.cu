@@ -1,5 +1,5 @@
 // Day 01 · Exercise 05 · streams: overlapping host↔device copies with a kernel, chunk by chunk over CUDA streams.
-// Lesson: day01-basics/README.md, section "05 · streams". Test: make test EX=05_streams
+// Lesson: day01-basics/05_streams/README.md. Test: make test EX=05_streams
 #include <algorithm>
 #include <stdexcept>
 #include <string>

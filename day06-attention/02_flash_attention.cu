@@ -1,5 +1,5 @@
 // Day 06 · Exercise 02 · flash attention: the tiled online softmax in fp32, one thread per query row.
-// Lesson: day06-attention/README.md, section "02 · flash attention". Test: make test EX=02_flash_attention
+// Lesson: day06-attention/02_flash_attention/README.md. Test: make test EX=02_flash_attention
 //
 // One thread block owns one query tile Q_i (Br rows) of one (batch, head) and walks over the key
 // tiles K_j, V_j (Bc keys each), staged in shared memory. Each of its Br threads owns one whole

@@ -1,5 +1,5 @@
 // Day 06 · Exercise 03 · grouped-query attention: one K_j/V_j tile in shared memory serves the G query heads of a group.
-// Lesson: day06-attention/README.md, section "03 · GQA". Test: make test EX=03_gqa_attention
+// Lesson: day06-attention/03_gqa_attention/README.md. Test: make test EX=03_gqa_attention
 //
 // Hq = G·Hkv query heads share Hkv KV heads; query head h reads KV head h / G. One thread block
 // serves ONE KV head hk of one batch entry and Br "packed" rows: packed row r stands for query

@@ -1,5 +1,5 @@
 // Day 06 · Exercise 04 · paged attention (decode): one query token per sequence over a paged KV cache.
-// Lesson: day06-attention/README.md, section "04 · paged attention". Test: make test EX=04_paged_attention
+// Lesson: day06-attention/04_paged_attention/README.md. Test: make test EX=04_paged_attention
 // YOUR TASK: fill in the markers TODO(1)..(5). TODO(1) is the page-address helper, which
 //   `build/bin/ex_04_paged_attention "[index]"` checks on the CPU, no GPU needed. The thread
 //   layout, the loads-in-flight loop, the merge of partial softmax states and the launcher are given.

@@ -1,5 +1,5 @@
 // Day 10 · Exercise 01 · flash attention tuned (fp32): register tiling, padded smem, cp.async, exact exp2.
-// Lesson: day10-optimizations/01_flash_tuned.md. Test: make test EX=01_flash_tuned
+// Lesson: day10-optimizations/01_flash_tuned/README.md. Test: make test EX=01_flash_tuned
 //
 // The day-06 kernel (one thread per query row, plain loads) made the algorithm visible; this one
 // makes it fast. Same algorithm: one thread block owns one query tile Q_i (BR rows) of one

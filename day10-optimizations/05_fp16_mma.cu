@@ -1,5 +1,5 @@
 // Day 10 · Exercise 05 · FlashAttention-2 on mma.sync: fp16/bf16 tensor cores, S and P in registers
-// Lesson: day10-optimizations/05_fp16_mma.md. Test: make test EX=05_fp16_mma
+// Lesson: day10-optimizations/05_fp16_mma/README.md. Test: make test EX=05_fp16_mma
 //
 // One thread block = Br = 64 query rows of one (batch, head); 4 warps, each owns 16 rows, so
 // every softmax row lives inside one warp (in the 4 lanes of a quad) and no statistic ever

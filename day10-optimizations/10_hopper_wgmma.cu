@@ -1,5 +1,5 @@
 // Day 10 · Exercise 10 · FlashAttention-3-style forward on Hopper: wgmma, TMA, warp specialization
-// Lesson: day10-optimizations/10_hopper_wgmma.md. Test: make test EX=10_hopper_wgmma
+// Lesson: day10-optimizations/10_hopper_wgmma/README.md. Test: make test EX=10_hopper_wgmma
 //
 // One thread block = Br = 128 query rows of one (batch, head), three warpgroups of 128 threads:
 //   warpgroup 0, the producer: one thread issues every copy (TMA) and hands its registers back

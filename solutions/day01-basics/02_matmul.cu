@@ -1,5 +1,5 @@
 // Day 01 · Exercise 02 · matmul C = A·Bᵀ: one thread per output, then shared-memory tiles.
-// Lesson: day01-basics/README.md, section "02 · matmul". Test: make test EX=02_matmul
+// Lesson: day01-basics/02_matmul/README.md. Test: make test EX=02_matmul
 #include <cstdint>
 
 #include "02_matmul.h"

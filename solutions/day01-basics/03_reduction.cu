@@ -1,5 +1,5 @@
 // Day 01 · Exercise 03 · row max and row sum: warp shuffles, then a block reduction.
-// Lesson: day01-basics/README.md, section "03 · row reductions". Test: make test EX=03_reduction
+// Lesson: day01-basics/03_reduction/README.md. Test: make test EX=03_reduction
 #include <cmath>
 #include <cstdint>
 

@@ -1,5 +1,5 @@
 // Day 06 · Exercise 01 · naive attention: three kernels and an Nq × Nk scratch matrix per head.
-// Lesson: day06-attention/README.md, section "01 · naive attention". Test: make test EX=01_naive_attention
+// Lesson: day06-attention/01_naive_attention/README.md. Test: make test EX=01_naive_attention
 //
 //   scores_kernel   S = scale · Q·Kᵀ, causal mask -> -inf     writes B·Hq·Nq·Nk floats
 //   softmax_kernel  P = softmax(S), row by row, in place      reads S twice, writes P once

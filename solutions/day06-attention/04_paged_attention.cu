@@ -1,5 +1,5 @@
 // Day 06 · Exercise 04 · paged attention (decode): one query token per sequence over a paged KV cache.
-// Lesson: day06-attention/README.md, section "04 · paged attention". Test: make test EX=04_paged_attention
+// Lesson: day06-attention/04_paged_attention/README.md. Test: make test EX=04_paged_attention
 //
 // Decode is memory bound (about 1 FLOP per byte of K/V for G = 1), so the whole design is about
 // reading every K/V byte exactly once, as fast as HBM allows:

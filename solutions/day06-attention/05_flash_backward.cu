@@ -1,5 +1,5 @@
 // Day 06 · Exercise 05 · flash backward: FlashAttention-2's backward pass in fp32, one thread per row of dK_j or dV_j.
-// Lesson: day06-attention/README.md, section "05 · flash backward". Test: make test EX=05_flash_backward
+// Lesson: day06-attention/05_flash_backward/README.md. Test: make test EX=05_flash_backward
 //
 // Two kernels. The first computes D_i = rowsum(dO_i ∘ O_i) for every query row (one thread per
 // row). The second is FlashAttention-2's backward with the key tile outside: one thread block

@@ -1,5 +1,5 @@
 // Day 10 · Exercise 02 · sliding-window attention (fp32): band tiles only, and decode over a ring KV cache.
-// Lesson: day10-optimizations/02_sliding_window.md. Test: make test EX=02_sliding_window
+// Lesson: day10-optimizations/02_sliding_window/README.md. Test: make test EX=02_sliding_window
 //
 // The tile machinery (S_ij in registers, padded shared memory, cp.async, the exact exp2 online
 // softmax) is exercise 01's, shared through flash_fp32_tiles.cuh: attend_tiles<C> walks the key

@@ -1,5 +1,5 @@
 // Day 10 · Exercise 03 · block-sparse attention (fp32): visit only the listed key blocks, mask only partial ones.
-// Lesson: day10-optimizations/03_block_sparse.md. Test: make test EX=03_block_sparse
+// Lesson: day10-optimizations/03_block_sparse/README.md. Test: make test EX=03_block_sparse
 //
 // Exercise 01's tile machinery (flash_fp32_tiles.cuh) walks whatever key tiles it is given; here
 // they come from a BSR layout: query block r visits key blocks col_idx[row_ptr[r] ..

@@ -1,5 +1,5 @@
 // Day 10 · Exercise 04 · fp16 flash attention on tensor cores: WMMA products, fp32 scores and softmax.
-// Lesson: day10-optimizations/04_fp16_wmma.md. Test: make test EX=04_fp16_wmma
+// Lesson: day10-optimizations/04_fp16_wmma/README.md. Test: make test EX=04_fp16_wmma
 //
 // Exercise 01's algorithm with the two matrix products moved onto the tensor cores. One thread
 // block owns a query tile Q_i (BR rows) of one (batch, query head) and walks over key tiles

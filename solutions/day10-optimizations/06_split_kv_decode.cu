@@ -1,5 +1,5 @@
 // Day 10 · Exercise 06 · split-KV decode (flash-decoding): one query token per sequence over a paged fp16 KV cache, split along the context.
-// Lesson: day10-optimizations/06_split_kv_decode.md. Test: make test EX=06_split_kv_decode
+// Lesson: day10-optimizations/06_split_kv_decode/README.md. Test: make test EX=06_split_kv_decode
 //
 // Decode reads every K/V byte once and does ~1 FLOP per byte with it: the kernel is a memory
 // copy with a dot product attached, so its speed is the fraction of HBM bandwidth it reaches.

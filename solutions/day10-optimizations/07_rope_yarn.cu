@@ -1,5 +1,5 @@
 // Day 10 · Exercise 07 · rotary position embedding with YaRN scaling: RoPE on Q and K (NeoX and GPT-J pairs), linear / NTK / YaRN frequencies, angles exact at position 10^6.
-// Lesson: day10-optimizations/07_rope_yarn.md. Test: make test EX=07_rope_yarn
+// Lesson: day10-optimizations/07_rope_yarn/README.md. Test: make test EX=07_rope_yarn
 //
 // RoPE reads every element of Q and K once, rotates it with its partner and writes it once:
 // 0.75 FLOP per byte, a copy with a little arithmetic on the side. The kernel's figure of merit

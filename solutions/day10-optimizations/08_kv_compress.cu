@@ -1,5 +1,5 @@
 // Day 10 · Exercise 08 · KV-cache compression (H2O / SnapKV): score the cache with an observation window, keep sinks + recent + top-k per KV head, compact into a new paged cache.
-// Lesson: day10-optimizations/08_kv_compress.md. Test: make test EX=08_kv_compress
+// Lesson: day10-optimizations/08_kv_compress/README.md. Test: make test EX=08_kv_compress
 //
 // Five kernels, one after the other on the stream:
 //   1. kvc_row_stats_kernel (given): one block per (128-key tile, KV head, sequence). For each of

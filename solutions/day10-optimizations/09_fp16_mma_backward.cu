@@ -1,5 +1,5 @@
 // Day 10 · Exercise 09 · FlashAttention-2 backward on mma.sync: dQ, dK, dV in fp16/bf16, fp32 accumulation
-// Lesson: day10-optimizations/09_fp16_mma_backward.md. Test: make test EX=09_fp16_mma_backward
+// Lesson: day10-optimizations/09_fp16_mma_backward/README.md. Test: make test EX=09_fp16_mma_backward
 //
 // Three kernels. bwd_prep_kernel: D_i = rowsum(dO_i ∘ O_i) in fp32, and the fp32 dQ accumulator
 // zeroed. bwd_mma_kernel: one thread block per (batch, KV head, key block K_j, V_j of Bc keys);
