@@ -4,6 +4,7 @@ the L2 flushed, the agreement check and the one-line report per (our kernel, the
 Used by bench/compare_torch.py (fp32 day-06 kernels, the tuned flash kernel, paged decode) and
 bench/compare_torch_day10.py (the 16-bit tensor-core kernels, sliding window, split-KV decode).
 """
+import csv
 import ctypes
 import os
 import statistics
@@ -30,6 +31,7 @@ class Session:
 
     def __init__(self, torch, lib, reps, title):
         self.torch, self.lib, self.reps = torch, lib, reps
+        self.title = title
         self.failures = 0
         self.dev = torch.device("cuda")
         props = torch.cuda.get_device_properties(self.dev)
@@ -81,10 +83,30 @@ class Session:
             agree = f"DISAGREE {err:.1e} > {bound:.0e}"
             self.failures += 1
         ratio = f"{ours_ms / theirs_ms:.2f}" if (ours_ms and theirs_ms) else "-"
+        self.append_csv(kernel=kernel, shape=shape, ours_ms=ours_ms or "", backend=backend, dtype=dtype,
+                        theirs_ms=theirs_ms or "", ratio=ratio if ratio != "-" else "",
+                        rel_l2="" if err is None else f"{err:.3g}", agree=agree.split(" ")[0], note=note)
         print(f"{kernel:20s} {shape:32s} {ours_ms if ours_ms else float('nan'):9.3f}  "
               f"{backend:11s} {dtype:5s} "
               f"{(f'{theirs_ms:9.3f}' if theirs_ms else '        -')}  {ratio:>7s}  {agree:24s} {note}",
               flush=True)
+
+
+    CSV_COLUMNS = ["script", "kernel", "shape", "ours_ms", "backend", "dtype", "theirs_ms", "ratio",
+                   "rel_l2", "agree", "note"]
+
+    def append_csv(self, **row):
+        """With COURSE_TORCH_CSV=<path> set, every printed row is also appended to that CSV (the
+        committed reference tables in bench/results/reference/ are made this way)."""
+        path = os.environ.get("COURSE_TORCH_CSV")
+        if not path:
+            return
+        new = not os.path.exists(path) or os.path.getsize(path) == 0
+        with open(path, "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=self.CSV_COLUMNS)
+            if new:
+                w.writeheader()
+            w.writerow(dict(row, script=self.title))
 
 
 def load_library(path, signatures):
