@@ -4,10 +4,11 @@
   prefill16  04_fp16_wmma (fp16), 05_fp16_mma and 10_hopper_wgmma (fp16, bf16) vs SDPA's flash
              (FlashAttention-2), cudnn and efficient backends in the same dtype; B·N = 16k tokens,
              H·D = 2048. Besides the times: TFLOP/s (4·B·H·N²·D, halved when causal) and the ratio
-             to SDPA's flash backend, the issue's yardstick, and to its cuDNN backend; a summary
-             table after the rows gives, per (dtype, D, causal, N), 05's and 10's TFLOP/s next to
-             flash's and cuDNN's. 10_hopper_wgmma runs only on compute capability 9.0 with a
-             library built for sm_90 (n/a otherwise); cudnn is n/a where this PyTorch lacks it.
+             to SDPA's flash backend (FlashAttention-2, the design 05 reimplements) and to its
+             cuDNN backend; a summary table after the rows gives, per (dtype, D, causal, N), 05's
+             and 10's TFLOP/s next to flash's and cuDNN's. 10_hopper_wgmma runs only on compute
+             capability 9.0 with a library built for sm_90 (n/a otherwise); cudnn is n/a where this
+             PyTorch lacks it.
   window     02_sliding_window (fp32) vs SDPA given the band as an explicit boolean mask:
              query i sees keys i + off − w .. i + off, FlashAttention-2's window_size = (w, 0).
              The agreement column is the point: it proves the two window conventions match.

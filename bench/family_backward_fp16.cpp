@@ -1,7 +1,7 @@
 // Family "backward_fp16": the attention backward pass in 16 bits on the tensor cores (day 10 · 09,
 // flash_attention_mma_backward: FlashAttention-2's backward on mma.sync), fp16 and bf16.
 //
-// Grid: the shapes of the forward's prefill_fp16 / prefill_bf16 families (issue 10: B·N = 16k
+// Grid: the shapes of the forward's prefill_fp16 / prefill_bf16 families (B·N = 16k
 // tokens, H·D = 2048, MHA) at N = 2048, 4096 and 8192, D = 64 and 128, causal and not; the dtype is
 // part of the shape (names end in _fp16 or _bf16, CSV column `dtype`).
 // FLOPs: the five matrix products of the backward (S recomputed, dP, dV, dK, dQ), 2·Nq·Nk·D each

@@ -1,7 +1,8 @@
 // Family "prefill_bf16", and in "prefill_fp16" and "prefill_bf16" day 10 · 05
 // (flash_attention_mma, the mma.sync FlashAttention-2 kernel) and day 10 · 10 (the Hopper kernel:
 // the four rungs of its staircase, the last one flash_attention_wgmma; sm_90 only) on the shapes
-// of issue 10 (B·N = 16k tokens, H·D = 2048, N = 2048 … 16384, D = 64 and 128, causal and not, MHA).
+// of the 16-bit prefill grid (B·N = 16k tokens, H·D = 2048, N = 2048 … 16384, D = 64 and 128,
+// causal and not, MHA).
 //
 // Cost model as in "prefill": 4·B·Hq·Nq·Nk·D FLOPs, halved when causal; bytes are those of the
 // 16-bit tensors (Q, K, V read once, O written once).

@@ -9,7 +9,8 @@
 //
 // Bytes: Q and K read once and written once (2 · 2 bytes per element) plus the int32 positions.
 // RoPE does ~6 FLOPs per pair of elements (8 bytes moved): a copy with a rotation, so "% of copy"
-// is the measure (the target: >= 85% of the copy roof measured in the same run).
+// is the measure (a kernel that streams Q and K once reaches >= 85% of the copy roof measured in
+// the same run).
 //
 // The check: the shape's heads, D, layout and type at B = 2, N = 37, positions drawn from
 // [10^5, 10^6] (where a naive fp32 angle is visibly wrong), inputs rounded to the 16-bit type and

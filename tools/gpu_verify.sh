@@ -11,12 +11,12 @@
 #      (common/cp_async.cuh), on a GPU that has it
 #   5. make bench and the PyTorch cross-check
 # Logs go to ./gpu-verify-logs (LOGS=<dir> to change); the summary lines are printed at the end.
-# Where $OUT is set (the maintainers' device runs, which bring back at most 8 files), the logs are
+# Where $OUT is set (a remote runner that copies back only a few files from $OUT), the logs are
 # also packed into $OUT/gpu-verify-logs.tgz, with summary.txt and the bench tables beside it.
 # Exit status: the number of failed steps (0 = all green).
 #   usage: tools/gpu_verify.sh [--no-check] [--no-bench] [--no-torch] [--no-sanitizer] [--no-smem]
 #                              [--no-sm75] [--sanitize=id,id,...] [--bench-args="..."]
-# One device command has 10 minutes; a full run takes longer, so split it, e.g.
+# A full run takes longer than 10 minutes; where one command is limited to that, split it, e.g.
 #   tools/gpu_verify.sh --no-bench --no-smem --no-sm75 --sanitize=05_fp16_mma,06_split_kv_decode
 #   tools/gpu_verify.sh --no-check --no-sanitizer --no-smem --no-sm75 --no-torch
 set -uo pipefail
