@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 
-    // Online softmax on the fragments (exp2 with the scale applied first, see 01's "exact exp2").
+    // Online softmax on the fragments (exp2 with the scale applied first, lesson: "exp2 without losing digits").
     float alpha[2] = {1.f, 1.f};  // the factors by which O_i and ℓ_i shrink this tile (TODO 4)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
