@@ -28,8 +28,8 @@
 // One block per SM leaves each of its schedulers a single warp, too few to issue the dot
 // products as fast as HBM delivers K and V; a third or fourth block per SM measured no faster
 // and each split adds a partial to write and merge; splits shorter than 256 tokens spend more
-// on that than they gain. Why, with numbers: day10-optimizations/06_split_kv_decode.md,
-// section "Choosing split sizes".
+// on that than they gain. Why, with numbers: day10-optimizations/06_split_kv_decode/
+// 08-choosing-split-sizes.md ("Choosing split sizes").
 //
 // All pointers are device pointers; block_table and context_lens are read on the device only.
 // `workspace` must hold split_kv_decode_workspace_bytes(p, opt) bytes (it may be null when that

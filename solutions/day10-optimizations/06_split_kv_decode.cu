@@ -12,7 +12,7 @@
 //     with the log-sum-exp rule and writes o in fp16.
 // With one split, pass 1 normalises and writes o itself: no workspace, no second launch.
 //
-// What makes it fast (each measured on an H100, chapter "What to measure"):
+// What makes it fast (each measured on an H100: day10-optimizations/06_split_kv_decode/12-measure.md):
 //   * K/V tiles stream into shared memory with cp.async, three stages deep: two 16 KiB tiles are
 //     in flight while the warps compute the third, so a block never waits for HBM between tiles;
 //   * about two pass-1 blocks per SM (the split rule): one leaves each scheduler a single warp,
