@@ -296,7 +296,7 @@ TEST_CASE("flash_attention_wgmma: bf16 output is rounded to nearest, not truncat
            Inputs::kEqualRows);
 }
 
-// The bench's staircase runs the same function three ways; each rung must be right too.
+// The bench's staircase runs the same function four ways, one per rung; each rung must be right too.
 TEST_CASE("flash_attention_wgmma_step: every rung of the staircase computes the same function", "[day10][hopper][quick]") {
   const std::vector<Shape> shapes{{1, 2, 2, 200, 333, 128, true, "causal, tails, 3 tiles"},
                                   {1, 4, 2, 130, 600, 64, false, "GQA 4/2, 5 tiles"}};
