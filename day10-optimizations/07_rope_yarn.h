@@ -83,9 +83,14 @@ __host__ __device__ RopePair rope_pair(RopeLayout layout, int head_dim, int i);
 //   d(β) = D·ln(L / (2π·β)) / (2·ln base)   (the pair that turns β times within L; ∞ for β = 0)
 //   lo = max(⌊d(β_fast)⌋, 0),  hi = min(⌈d(β_slow)⌉, D − 1)   (hi = lo + 0.001 if they are equal)
 //   γ_i = clamp((hi − i) / (hi − lo), 0, 1),  factor = (1 − γ_i)/s + γ_i
-// so pairs i <= lo keep θ_i, pairs i >= hi get θ_i / s, and the factor is linear in i between;
-// except when ⌊d(β_fast)⌋ >= D (tiny bases): then lo > hi and every pair gets θ_i / s (as in
-// Hugging Face's code).
+// so pairs i <= lo keep θ_i, pairs i >= hi get θ_i / s, and the factor is linear in i between.
+// lo is clamped only from below and hi only from above, so lo > hi happens, at either end, and
+// then the clamp sends every pair to one side (as in Hugging Face's code):
+//   ⌈d(β_slow)⌉ < 0, a trained context L <= 2π·β_slow·base^(−2/D) (L = 1, base 10^4, D = 128:
+//     hi = −12, lo = 0): γ_i = 1, every pair keeps θ_i;
+//   ⌊d(β_fast)⌋ >= D (tiny bases, base <= ~sqrt(L / (2π·β_fast))): hi = D − 1 < lo, γ_i = 0,
+//     every pair gets θ_i / s.
+// (⌈d(β_slow)⌉ = 0 gives lo = hi = 0, hence hi = 0.001: pair 0 keeps θ_0, the others get θ_i / s.)
 // (D − 1, not D/2 − 1, is the deployed clamp: hi > D/2 − 1 leaves even the last pair partly kept.)
 // Host only, in double; needs p within the launcher's limits (CPU [index] tests check it
 // against closed forms).

@@ -6,7 +6,8 @@
 // `build/bin/sol_07_rope_yarn "[index]"` runs them without a GPU. rope_pair against the two
 // layouts' definitions and as a partition of the D elements; rope_frequency_factor against the
 // closed forms of linear, NTK-aware and YaRN scaling (the deployed ramp: linear in the pair
-// index between the rounded correction dimensions); rope_yarn_mscale; rope_turn_step and
+// index between the rounded correction dimensions, and what its clamps give where those edges
+// cross); rope_yarn_mscale; rope_turn_step and
 // rope_turns against long double at positions up to the int32 limits.
 //
 // The GPU cases: a grid of shapes (odd N, D from 16 to 256, more heads than one block holds)
@@ -344,6 +345,77 @@ TEST_CASE("rope_frequency_factor: YaRN's ramp: 1 up to floor(d(beta_fast)), 1/s 
   CHECK(in_ramp > 0);
   CHECK(interpolated > 0);
   CHECK(past_last > 0);
+  CHECK(failures == 0);
+}
+
+TEST_CASE("rope_frequency_factor: YaRN where lo and hi cross: a trained context of a few tokens, a tiny base",
+          "[index][quick]") {
+  // lo = max(⌊d(β_fast)⌋, 0) is clamped from below only, hi = min(⌈d(β_slow)⌉, D − 1) from above
+  // only, so the ramp's edges can cross, and then γ_i = clamp((hi − i)/(hi − lo), 0, 1) sends
+  // every pair to one side, as Hugging Face's code does:
+  //   * a trained context L <= 2π·β_slow·base^(−2/D) gives ⌈d(β_slow)⌉ < 0 = lo (L = 1, base 10^4,
+  //     D = 128: d(1) = −12.8, hi = −12): (hi − i)/(hi − lo) >= 1, every pair keeps θ_i;
+  //   * just above, ⌈d(β_slow)⌉ = 0 = lo: hi becomes 0.001, a step at pair 0 (kept), every other
+  //     pair θ_i / s;
+  //   * a base so small that ⌊d(β_fast)⌋ >= D puts lo past hi = D − 1: every pair gets θ_i / s.
+  long long failures = 0;
+  auto expect = [&](const RopeParams& p, int i, double want, const char* what) {
+    const double got = rope_frequency_factor(p, i);
+    if (std::fabs(got - want) <= 1e-12) return;
+    if (++failures <= 8)
+      FAIL_CHECK(describe(p) << ", pair " << i << ": factor " << got << ", expected " << want << " (" << what << ")");
+  };
+  auto d_of = [](const RopeParams& p, double beta) {
+    return p.head_dim * std::log(p.original_max_position / (2 * M_PI * beta)) / (2 * std::log(p.base));
+  };
+  {
+    // The example of the header and the lesson.
+    const RopeParams p = with_scaling(make_params(1, 1, 1, 1, 128), RopeScaling::kYarn, 8.0, 1, 10000.0);
+    REQUIRE(std::ceil(d_of(p, p.beta_slow)) == -12.0);  // the construction: hi = −12 < lo = 0
+    REQUIRE(std::floor(d_of(p, p.beta_fast)) < 0.0);
+    for (int i = 0; i < 64; ++i) expect(p, i, 1.0, "L = 1: hi = -12 < lo = 0, gamma = 1, every pair keeps theta_i");
+  }
+  int short_contexts = 0, steps = 0, tiny_bases = 0;
+  for (int d : {16, 64, 128, 256}) {
+    for (double base : {10000.0, 500000.0}) {
+      for (double s : {2.0, 8.0, 40.0}) {
+        for (int L = 1; L <= 8; ++L) {
+          const RopeParams p = with_scaling(make_params(1, 1, 1, 1, d), RopeScaling::kYarn, s, L, base);
+          const double d_slow = d_of(p, p.beta_slow);
+          if (std::fabs(d_slow - std::round(d_slow)) < 1e-9) continue;  // could round either way
+          const double hi = std::ceil(d_slow);
+          if (hi < 0) {
+            ++short_contexts;
+            for (int i = 0; i < d / 2; ++i)
+              expect(p, i, 1.0, "ceil(d(beta_slow)) < 0 = lo: gamma = 1, every pair keeps theta_i");
+          } else if (hi == 0) {
+            ++steps;
+            expect(p, 0, 1.0, "ceil(d(beta_slow)) = 0 = lo: hi = 0.001, pair 0 keeps theta_0");
+            for (int i = 1; i < d / 2; ++i)
+              expect(p, i, 1.0 / s, "ceil(d(beta_slow)) = 0 = lo: hi = 0.001, pairs from 1 on get theta_i / s");
+          }
+        }
+      }
+    }
+  }
+  for (int d : {16, 64}) {
+    for (double base : {1.5, 2.0, 3.0}) {
+      for (int L : {4096, 65536}) {
+        for (double s : {4.0, 16.0}) {
+          const RopeParams p = with_scaling(make_params(1, 1, 1, 1, d), RopeScaling::kYarn, s, L, base);
+          if (std::floor(d_of(p, p.beta_fast)) < d) continue;
+          ++tiny_bases;
+          for (int i = 0; i < d / 2; ++i)
+            expect(p, i, 1.0 / s, "floor(d(beta_fast)) >= D: lo > hi = D - 1, gamma = 0, every pair gets theta_i / s");
+        }
+      }
+    }
+  }
+  INFO(short_contexts << " short contexts (hi < 0), " << steps << " steps (lo = hi = 0), " << tiny_bases
+                      << " tiny bases (lo > D - 1)");
+  CHECK(short_contexts > 0);
+  CHECK(steps > 0);
+  CHECK(tiny_bases > 0);
   CHECK(failures == 0);
 }
 
