@@ -13,9 +13,12 @@
 //     slot at or past the new length still holds the poison (not written);
 //   * decode over the compressed cache (CPU reference, paged) equals dense attention over the
 //     kept tokens gathered from the input cache (CPU reference, dense).
+// Inputs are normal(0, 1) unless a case shapes them: sinks and recent tokens that score lowest,
+// identical keys (exact ties), heavy hitters, and window logits that all lie near −10^4.
 // The test binary links only this exercise: 06's kernel is not needed to check the layout.
 //
-// The [index] cases check the four index helpers on the CPU alone (no CUDA call):
+// The three [index] cases check the four index helpers on the CPU alone (no CUDA call; one case
+// checks kv_dest_slot and kv_pool_row together):
 // `build/bin/sol_08_kv_compress "[index]"` runs them without a GPU.
 #include <algorithm>
 #include <cmath>
@@ -530,6 +533,37 @@ TEST_CASE("kv_compress: ties go to the lower token index (identical keys)", "[da
     const Outputs out = run(pr);
     check_run(pr, out, ref, /*exact=*/true);
   }
+}
+
+TEST_CASE("kv_compress: window logits all near -1e4, far below 0, still rank the keys", "[day10][kv_compress][quick]") {
+  // A window row's softmax statistics must start from m = −inf: every logit of a row may lie far
+  // below 0. Here every logit of every window row is about −10^4 after the scale: dimension 0
+  // carries a common offset (q_0 = −200 in every window row, k_0 = 400 in every key; D = 64,
+  // scale 1/8), the other 63 the two levels of the tie test (every third key 0.3·u, the others
+  // 0.3·w, against queries along u). The scores keep their two exact levels, so the kept set is
+  // the reference's, bit for bit. A running max that starts at 0 instead stays 0, its
+  // ℓ = Σ 2^(s − 0) underflows to 0, every probability becomes 0 · (1/0) = NaN, and the ranking
+  // is gone.
+  const Case x{8, 2, 64, 16, {400, 301, 129}, params(8, 4, 8, 64, 1)};
+  const uint64_t seed = course::case_seed("kv_compress_negative_logits", 0);
+  INFO(describe(x) << ", every window logit near -1e4, seed = " << seed);
+  Problem pr = make_problem(x, seed, [&](Problem& pr) {
+    const auto& p = pr.pc.p;
+    const int D = p.head_dim;
+    const std::vector<float> u = shared_direction_queries(pr, seed + 5);
+    const std::vector<float> w = course::random_normal(u.size(), seed + 6);
+    for (int b = 0; b < p.batch; ++b)
+      for (int hk = 0; hk < p.heads_kv; ++hk)
+        for (int t = 0; t < pr.pc.lens[size_t(b)]; ++t) {
+          set_key(pr, t % 3 == 0 ? u : w, b, hk, t, 0.3f);
+          pr.pc.k[input_row(pr, b, t, hk) * D] = 400.f;
+        }
+    for (size_t r = 0; r < pr.q.size() / size_t(D); ++r) pr.q[r * D] = -200.f;
+  });
+  REQUIRE(pr.pc.p.softmax_scale() == 0.125f);  // the construction: logits near −200 · 400 / 8 = −10^4
+  const Reference ref = reference(pr);
+  const Outputs out = run(pr);
+  check_run(pr, out, ref, /*exact=*/true);
 }
 
 TEST_CASE("kv_compress: a few heavy-hitter keys per KV head are all kept, each head its own",
