@@ -118,6 +118,14 @@ def main():
                     ratio = fl / ours_ms if fl else None
                     if ratio is not None:
                         (ratios32 if dname == "fp32" else ratios).append((dname, d, causal, n, ratio))
+                    kernel = "05_flash_backward" if dname == "fp32" else "09_fp16_mma_backward"
+                    shape = f"b{b}_h{h}_n{n}_d{d}" + ("_causal" if causal else "")
+                    for (name, _), agree in zip(backends, agrees):
+                        their = cells.get(name)
+                        s.append_csv(kernel=kernel, shape=shape, ours_ms=ours_ms, backend=name, dtype=dname,
+                                     theirs_ms=their or "", ratio=f"{ours_ms / their:.2f}" if their else "",
+                                     rel_l2=agree.split(" ")[1] if agree.startswith(("ok", "DISAGREE")) else "",
+                                     agree=agree.split(" ")[0], note="" if their else agree)
                     fmt = lambda ms: f"{tf(ms):.1f}" if ms else "-"
                     print(f"| {dname} | {d} | {'causal' if causal else 'none'} | {n} | {ours_ms:.3f} | {tf(ours_ms):.1f} "
                           f"| {fmt(cells.get('flash'))} | {f'{ratio:.2f}' if ratio else '-'} | {fmt(cells.get('efficient'))} "

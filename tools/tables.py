@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+"""Measurement tables in the lessons and docs come from committed CSVs, so they cannot drift.
+
+    python3 tools/tables.py            # same as --check
+    python3 tools/tables.py --check    # exit 1 naming every stale or unknown table block
+    python3 tools/tables.py --write    # regenerate every table block (make tables)
+    python3 tools/tables.py --list     # the table names and what each shows
+
+In a markdown file a table is a block between two markers; everything between them is
+generated, never edited by hand:
+
+    <!-- table: 02_flash_attention -->
+    <!-- /table -->
+
+The name picks a definition in TABLES below: which reference CSV (bench/results/reference/,
+recorded by bench/record_reference.sh on a real GPU), which rows, which columns. Each table ends
+with a line naming the GPU, driver, CUDA, PyTorch and cuDNN versions and the date the CSV's
+`# key: value` header records, and links the CSV. A new measurement run is: record the CSVs,
+`make tables`, commit both.
+
+Markdown files scanned: the same as tools/snippets.py (README.md, day*/**/*.md, docs/**/*.md).
+"""
+import argparse
+import csv
+import os
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+REFERENCE = "bench/results/reference"
+BEGIN = re.compile(r"^<!--\s*table:\s*(\S+)\s*-->\s*$")
+END = re.compile(r"^<!--\s*/table\s*-->\s*$")
+
+
+# ------------------------------------------------------------------ reading the CSVs
+def load(name, _cache={}):
+    """(metadata dict, rows) of bench/results/reference/<name>.csv."""
+    if name not in _cache:
+        path = ROOT / REFERENCE / f"{name}.csv"
+        meta, lines = {}, []
+        for line in path.read_text().splitlines():
+            m = re.match(r"^#\s*([\w-]+):\s*(.*)$", line)
+            if m:
+                meta[m.group(1)] = m.group(2).strip()
+            elif line.strip():
+                lines.append(line)
+        _cache[name] = (meta, list(csv.DictReader(lines)))
+    return _cache[name]
+
+
+def matches(row, where):
+    for col, want in where.items():
+        have = row.get(col, "")
+        if callable(want):
+            if not want(row):
+                return False
+        elif isinstance(want, (set, frozenset, list, tuple)):
+            if have not in {str(w) for w in want}:
+                return False
+        elif have != str(want):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------ formatting
+def f0(x): return f"{float(x):.0f}"
+def f1(x): return f"{float(x):.1f}"
+def f2(x): return f"{float(x):.2f}"
+def f3(x): return f"{float(x):.3f}"
+def ms(x):
+    v = float(x)
+    return f"{v:.3f}" if v < 1 else f"{v:.2f}" if v < 100 else f"{v:.0f}"
+def pct(x): return f"{float(x):.0f} %"
+def ratio(x): return f"{float(x):.2f}×"
+
+
+def col(name):
+    return lambda r: r.get(name, "")
+
+
+def size(n):
+    n = int(n)
+    for unit, div in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return str(n)
+
+
+def causal(r):
+    return "yes" if r.get("causal") == "1" else "no"
+
+
+def gqa(r):
+    return f"{r['heads_q']}/{r['heads_kv']}"
+
+
+def torch_dims(r):
+    """b8_h32_kv8_n2048_d64 (a torch CSV shape) -> its parts."""
+    return dict(re.findall(r"([a-z]+)(\d+)", r["shape"]))
+
+
+class Table:
+    """Rows: distinct `keys` tuples of the rows that pass `where`, in CSV order. Columns: the
+    keys, then one per series (header, extra filter, value column, formatter), then `derived`
+    columns computed from the series' raw values."""
+
+    def __init__(self, what, src, where, keys, series, derived=(), note=""):
+        self.what, self.src, self.where = what, src, where
+        self.keys, self.series, self.derived, self.note = keys, series, derived, note
+
+    def render(self, page):
+        meta, rows = load(self.src)
+        rows = [r for r in rows if matches(r, self.where)]
+        order, cells = [], {}
+        for r in rows:
+            for i, (_, filt, value, _) in enumerate(self.series):
+                if not matches(r, filt) or r.get(value, "") in ("", "nan"):
+                    continue
+                key = tuple(k(r) for _, k in self.keys)
+                if key not in cells:
+                    order.append(key)
+                    cells[key] = {}
+                cells[key].setdefault(i, r[value])
+        if not order:
+            raise ValueError(f"no rows in {self.src}.csv match")
+        head = [h for h, _ in self.keys] + [s[0] for s in self.series] + [h for h, _ in self.derived]
+        out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i < len(self.keys) else "---:"
+                                                             for i in range(len(head))) + "|"]
+        for key in order:
+            vals = cells[key]
+            line = list(key) + [fmt(vals[i]) if i in vals else "–" for i, (_, _, _, fmt) in enumerate(self.series)]
+            for _, fn in self.derived:
+                try:
+                    line.append(fn([float(vals[i]) if i in vals else None for i in range(len(self.series))]))
+                except (TypeError, ZeroDivisionError):
+                    line.append("–")
+            out.append("| " + " | ".join(line) + " |")
+        out.append("")
+        out.append(source_line(self.src, meta, page) + (f" {self.note}" if self.note else ""))
+        return out
+
+
+def source_line(src, meta, page):
+    link = os.path.relpath(ROOT / REFERENCE / f"{src}.csv", page.parent)
+    parts = [meta.get("gpu", "?"), f"driver {meta.get('driver', '?')}", f"CUDA {meta.get('cuda', '?')}"]
+    if meta.get("pytorch", "none") != "none":
+        parts += [f"PyTorch {meta['pytorch']}", f"cuDNN {meta.get('cudnn', '?')}"]
+    return f"<sub>{', '.join(parts)}; recorded {meta.get('date', '?')} ([{src}.csv]({link})).</sub>"
+
+
+def shape_nd(r):
+    return f"N = {r['seq_q']}, D = {r['head_dim']}"
+
+
+MHA = {"heads_kv": lambda r: r.get("heads_kv") == r.get("heads_q")}
+GQA4 = {"heads_kv": lambda r: r.get("heads_kv") and int(r["heads_q"]) == 4 * int(r["heads_kv"])}
+TF = ("TFLOP/s", "tflops")
+
+
+def speedup(a, b):
+    return lambda v: f"{v[a] / v[b]:.1f}×"
+
+
+def series(kernel, header, value="tflops", fmt=f1, **extra):
+    return (header, dict(kernel=kernel, **extra), value, fmt)
+
+
+# ------------------------------------------------------------------ the tables
+TABLES = {
+    # day 01
+    "01_vector_add": Table("vector add: bandwidth against the copy roof", "h100", dict(family="vector"),
+                           [("elements", lambda r: size(r["n"]))],
+                           [("ms", {}, "median_ms", ms), ("GB/s", {}, "gbs", f0), ("% of copy", {}, "pct_copy", pct)]),
+    "02_matmul": Table("naive vs tiled C = A·Bᵀ, fp32", "h100", dict(family="matmul"),
+                       [("M = N = K", col("m"))],
+                       [("naive TFLOP/s", dict(launcher="matmul_naive"), "tflops", f2),
+                        ("tiled TFLOP/s", dict(launcher="matmul_tiled"), "tflops", f2),
+                        ("tiled, % of cuBLAS fp32", dict(launcher="matmul_tiled"), "pct_sgemm", pct)],
+                       [("tiled / naive", speedup(1, 0))]),
+    "03_reduction": Table("row max + row sum: bandwidth", "h100", dict(family="reduce"),
+                          [("rows × cols", lambda r: f"{r['rows']} × {r['cols']}")],
+                          [("ms", {}, "median_ms", ms), ("GB/s", {}, "gbs", f0), ("% of copy", {}, "pct_copy", pct)]),
+    "04_softmax": Table("safe (three passes) vs online (two passes) softmax", "h100", dict(family="softmax"),
+                        [("rows × cols", lambda r: f"{r['rows']} × {r['cols']}")],
+                        [("safe GB/s", dict(launcher="softmax_safe"), "gbs", f0),
+                         ("online GB/s", dict(launcher="softmax_online"), "gbs", f0),
+                         ("safe ms", dict(launcher="softmax_safe"), "median_ms", ms),
+                         ("online ms", dict(launcher="softmax_online"), "median_ms", ms)]),
+    "05_streams": Table("host → GPU → host in chunks", "h100", dict(family="streams"),
+                        [("elements, chunks, streams", lambda r: f"{size(r['n'])}, {r['chunks']}, {r['streams']}"),
+                         ("host memory; streams", lambda r: r["launcher"].split("(")[1].rstrip(")"))],
+                        [("ms", {}, "median_ms", ms), ("GB/s over PCIe", {}, "gbs", f1)]),
+    # day 06
+    "01_naive_attention": Table("naive attention vs the cuBLAS baseline, fp32, MHA, D = 64", "h100",
+                                dict(family="prefill", head_dim="64", causal="0", **MHA),
+                                [("N", col("seq_q")), ("batch", col("batch"))],
+                                [series("01_naive_attention", "naive ms", "median_ms", ms),
+                                 series("01_naive_attention", "naive TFLOP/s"),
+                                 series("baseline", "cuBLAS + softmax TFLOP/s")],
+                                note="Rows at N = 8192 are skipped by default (gigabytes of N×N scratch)."),
+    "02_flash_attention": Table("simple flash vs naive and cuBLAS, fp32, MHA, not causal", "h100",
+                                dict(family="prefill", causal="0", **MHA),
+                                [("N", col("seq_q")), ("D", col("head_dim"))],
+                                [series("01_naive_attention", "naive TFLOP/s"),
+                                 series("baseline", "cuBLAS TFLOP/s"),
+                                 series("02_flash_attention", "flash (02) TFLOP/s"),
+                                 series("02_flash_attention", "flash, % of fp32 roof", "pct_sgemm", pct)]),
+    "03_gqa_attention": Table("GQA (Hq/Hkv = 4) vs the simple kernel on MHA, fp32, not causal", "h100",
+                              dict(family="prefill", causal="0"),
+                              [("N", col("seq_q")), ("D", col("head_dim"))],
+                              [series("02_flash_attention", "02 on MHA TFLOP/s", **MHA),
+                               series("03_gqa_attention", "03 on GQA TFLOP/s", **GQA4),
+                               series("03_gqa_attention", "03 ms", "median_ms", ms, **GQA4)]),
+    "04_paged_attention": Table("paged decode, fp32, D = 128, block 16", "h100", dict(family="decode"),
+                                [("batch", col("batch")), ("context", col("context")), ("Hq/Hkv", gqa)],
+                                [("ms", {}, "median_ms", ms), ("GB/s", {}, "gbs", f0), ("% of copy", {}, "pct_copy", pct)]),
+    "05_flash_backward": Table("flash backward, fp32", "h100", dict(family="backward_fp32", causal="0"),
+                               [("N", col("seq_q")), ("D", col("head_dim")), ("Hq/Hkv", gqa)],
+                               [("ms", {}, "median_ms", ms), ("TFLOP/s", {}, "tflops", f1),
+                                ("% of fp32 roof", {}, "pct_sgemm", pct)]),
+    # day 10
+    "01_flash_tuned": Table("the fp32 staircase: simple (02) → tuned (01), MHA, not causal", "h100",
+                            dict(family="prefill", causal="0", seq_q={"1024", "4096", "8192"}, **MHA),
+                            [("N", col("seq_q")), ("D", col("head_dim"))],
+                            [series("02_flash_attention", "02 simple TFLOP/s"),
+                             series("01_flash_tuned", "01 tuned TFLOP/s"),
+                             series("01_flash_tuned", "tuned, % of fp32 roof", "pct_sgemm", pct),
+                             series("baseline", "cuBLAS TFLOP/s")],
+                            [("tuned / simple", speedup(1, 0))]),
+    "02_sliding_window": Table("sliding window vs the tuned dense causal kernel, fp32", "h100",
+                               dict(family="sliding_window"),
+                               [("N", col("seq_q")), ("D", col("head_dim")), ("w", col("window"))],
+                               [series("01_flash_tuned", "dense causal ms", "median_ms", ms),
+                                series("02_sliding_window", "window ms", "median_ms", ms)],
+                               [("speed-up", speedup(0, 1))]),
+    "03_block_sparse": Table("BigBird block-sparse vs the tuned dense kernel, fp32, N = 8192", "h100",
+                             dict(family="block_sparse"),
+                             [("random blocks per row", col("random_per_row")), ("D", col("head_dim")),
+                              ("density", lambda r: f"{100 * float(r['density']):.1f} %")],
+                             [series("01_flash_tuned", "dense ms", "median_ms", ms),
+                              series("03_block_sparse", "sparse ms", "median_ms", ms)],
+                             [("speed-up", speedup(0, 1))]),
+    "04_fp16_wmma": Table("fp16 on tensor cores (WMMA) vs the tuned fp32 kernel, MHA, not causal", "h100",
+                          dict(family="prefill_fp16", causal="0", **MHA),
+                          [("N", col("seq_q")), ("D", col("head_dim"))],
+                          [series("01_flash_tuned", "01 fp32 TFLOP/s"),
+                           series("04_fp16_wmma", "04 WMMA TFLOP/s"),
+                           series("04_fp16_wmma", "WMMA, % of fp16 cuBLAS", "pct_hgemm", pct)]),
+    "05_fp16_mma": Table("mma.sync + ldmatrix (05) vs WMMA (04), MHA, not causal", "h100",
+                         dict(family={"prefill_fp16", "prefill_bf16"}, causal="0", **MHA),
+                         [("N", col("seq_q")), ("D", col("head_dim"))],
+                         [series("04_fp16_wmma", "04 fp16 TFLOP/s", family="prefill_fp16"),
+                          series("05_fp16_mma", "05 fp16 TFLOP/s", family="prefill_fp16"),
+                          series("05_fp16_mma", "05 bf16 TFLOP/s", family="prefill_bf16"),
+                          series("05_fp16_mma", "05 fp16, % of cuBLAS", "pct_hgemm", pct, family="prefill_fp16")]),
+    "06_split_kv_decode": Table("split-KV decode over the paged fp16 cache, B = 1, Hq/Hkv = 32/8, D = 128",
+                                "h100", dict(family="decode_fp16"),
+                                [("context", col("context"))],
+                                [("µs", {}, "median_ms", lambda x: f"{1000 * float(x):.0f}"),
+                                 ("GB/s", {}, "gbs", f0), ("% of copy", {}, "pct_copy", pct)]),
+    "07_rope_yarn": Table("RoPE + YaRN on Q and K, in place", "h100", dict(family="rope"),
+                          [("tokens", col("seq_q")), ("layout", col("layout")), ("dtype", col("dtype"))],
+                          [("µs", {}, "median_ms", lambda x: f"{1000 * float(x):.0f}"),
+                           ("GB/s", {}, "gbs", f0), ("% of copy", {}, "pct_copy", pct)]),
+    "08_kv_compress": Table("compressing a 32k cache to 4k vs decoding over it", "h100", dict(family="kv_compress"),
+                            [("what", lambda r: "compress 32k → 4k (08)" if r["kernel"] == "08_kv_compress"
+                              else f"one decode step over {size(r['context'])} tokens (06)")],
+                            [("µs", {}, "median_ms", lambda x: f"{1000 * float(x):.0f}")]),
+    "09_fp16_mma_backward": Table("fp16/bf16 backward (09) vs PyTorch SDPA's flash backward", "h100-torch",
+                                  dict(script="compare_torch_backward", kernel="09_fp16_mma_backward",
+                                       backend="flash", dtype={"fp16", "bf16"}),
+                                  [("shape", lambda r: "N = {n}, D = {d}".format(**torch_dims(r))),
+                                   ("dtype", col("dtype")), ("causal", lambda r: "yes" if "causal" in r["shape"] else "no")],
+                                  [("ours ms", {}, "ours_ms", ms), ("SDPA flash ms", {}, "theirs_ms", ms)],
+                                  [("SDPA / ours", lambda v: f"{v[1] / v[0]:.2f}×")]),
+    "10_hopper_wgmma": Table("the Hopper staircase, fp16, MHA, not causal", "h100",
+                             dict(family="prefill_fp16", causal="0", **MHA),
+                             [("N", col("seq_q")), ("D", col("head_dim"))],
+                             [series("05_fp16_mma", "05 mma.sync"),
+                              ("serial", dict(launcher="flash_attention_wgmma_step(kSerial)"), "tflops", f0),
+                              ("2 stages", dict(launcher="flash_attention_wgmma_step(kTwoStages)"), "tflops", f0),
+                              ("overlapped", dict(launcher="flash_attention_wgmma_step(kOverlapped)"), "tflops", f0),
+                              ("ping-pong", dict(launcher="flash_attention_wgmma"), "tflops", f0)],
+                             note="TFLOP/s; ping-pong is what `flash_attention_wgmma` runs."),
+}
+
+
+def torch_table(what, script, kernels, backends, dtype, keys=None):
+    keys = keys or [("shape", lambda r: r["shape"])]
+    return Table(what, "h100-torch", dict(script=script, kernel=kernels, dtype=dtype), keys,
+                 [(f"{b} ms", dict(backend=b), "theirs_ms", ms) for b in backends] + [("ours ms", {}, "ours_ms", ms)],
+                 [(f"{b} / ours", (lambda i: lambda v: f"{v[i] / v[-1]:.2f}×")(i)) for i, b in enumerate(backends)])
+
+
+def torch_shape(r):
+    d = torch_dims(r)
+    return f"B={d.get('b')}, H={d.get('h')}" + (f"/{d['kv']}" if "kv" in d else "") + \
+        f", N={d.get('n')}, D={d.get('d')}" + (", causal" if "causal" in r["shape"] else "")
+
+
+# docs/performance.md: the whole of each family, and the PyTorch comparisons.
+def family_table(family, what, keys, kernels, value="tflops", fmt=f1):
+    return Table(what, "h100", dict(family=family), keys,
+                 [(h, f, value, fmt) for h, f in kernels])
+
+
+PREFILL_KEYS = [("N", col("seq_q")), ("D", col("head_dim")), ("Hq/Hkv", gqa), ("causal", causal)]
+TABLES.update({
+    "perf_roofs": Table("the roofs measured in the same run", "h100", dict(family="roof"),
+                        [("roof", lambda r: {"roof_copy": "device-to-device copy (GB/s, read + write)",
+                                             "roof_sgemm_fp32": "cuBLAS SGEMM fp32, no TF32 (TFLOP/s)",
+                                             "roof_hgemm_fp16": "cuBLAS HGEMM fp16, fp32 accumulate (TFLOP/s)"}[r["kernel"]])],
+                        [("value", {"kernel": "roof_copy"}, "gbs", f0), ("value", {}, "tflops", f1)]),
+    "perf_prefill": family_table("prefill", "prefill fp32, TFLOP/s", PREFILL_KEYS,
+                                 [("naive", dict(kernel="01_naive_attention")), ("cuBLAS", dict(kernel="baseline")),
+                                  ("02 simple", dict(kernel="02_flash_attention")), ("01 tuned", dict(kernel="01_flash_tuned")),
+                                  ("03 GQA", dict(kernel="03_gqa_attention"))]),
+    "perf_prefill_fp16": family_table("prefill_fp16", "prefill fp16, TFLOP/s", PREFILL_KEYS,
+                                      [("01 fp32", dict(kernel="01_flash_tuned")), ("04 WMMA", dict(kernel="04_fp16_wmma")),
+                                       ("05 mma.sync", dict(kernel="05_fp16_mma")),
+                                       ("10 serial", dict(launcher="flash_attention_wgmma_step(kSerial)")),
+                                       ("10 2 stages", dict(launcher="flash_attention_wgmma_step(kTwoStages)")),
+                                       ("10 overlapped", dict(launcher="flash_attention_wgmma_step(kOverlapped)")),
+                                       ("10 ping-pong", dict(launcher="flash_attention_wgmma"))]),
+    "perf_prefill_bf16": family_table("prefill_bf16", "prefill bf16, TFLOP/s", PREFILL_KEYS,
+                                      [("05 mma.sync", dict(kernel="05_fp16_mma")),
+                                       ("10 serial", dict(launcher="flash_attention_wgmma_step(kSerial)")),
+                                       ("10 2 stages", dict(launcher="flash_attention_wgmma_step(kTwoStages)")),
+                                       ("10 overlapped", dict(launcher="flash_attention_wgmma_step(kOverlapped)")),
+                                       ("10 ping-pong", dict(launcher="flash_attention_wgmma"))]),
+    "perf_decode": family_table("decode", "paged decode fp32 (04), GB/s", [("batch", col("batch")), ("context", col("context")), ("Hq/Hkv", gqa)],
+                                [("GB/s", {}), ("% of copy", {})], value="gbs", fmt=f0),
+    "perf_decode_fp16": family_table("decode_fp16", "split-KV decode fp16 (06), GB/s",
+                                     [("batch", col("batch")), ("context", col("context")), ("Hq/Hkv", gqa)],
+                                     [("GB/s", {})], value="gbs", fmt=f0),
+    "perf_backward": Table("backward, TFLOP/s", "h100", dict(family={"backward_fp32", "backward_fp16"}),
+                           PREFILL_KEYS + [("dtype", lambda r: r.get("dtype") or "fp32")],
+                           [("05 fp32", dict(kernel="05_flash_backward"), "tflops", f1),
+                            ("09 mma.sync", dict(kernel="09_fp16_mma_backward"), "tflops", f1)]),
+    "perf_sparse": Table("sliding window and block-sparse vs dense, ms", "h100",
+                         dict(family={"sliding_window", "block_sparse", "ring_decode"}),
+                         [("family", col("family")), ("shape", col("shape"))],
+                         [("dense 01 ms", dict(kernel="01_flash_tuned"), "median_ms", ms),
+                          ("02 / 03 ms", dict(kernel={"02_sliding_window", "03_block_sparse"}), "median_ms", ms),
+                          ("GB/s", dict(kernel={"02_sliding_window"}), "gbs", f0)]),
+    "perf_basics": Table("day 01 kernels", "h100", dict(family={"vector", "matmul", "reduce", "softmax", "streams"}),
+                         [("kernel", col("launcher")), ("shape", col("shape"))],
+                         [("ms", {}, "median_ms", ms), ("GB/s", {}, "gbs", f0), ("TFLOP/s", dict(family="matmul"), "tflops", f2)]),
+    "perf_rope_compress": Table("RoPE (07) and KV compression (08)", "h100", dict(family={"rope", "kv_compress"}),
+                                [("kernel", col("kernel")), ("shape", col("shape"))],
+                                [("µs", {}, "median_ms", lambda x: f"{1000 * float(x):.0f}"), ("GB/s", {}, "gbs", f0)]),
+    "perf_torch_fp32": torch_table("fp32 prefill vs SDPA (inputs in fp32)", "compare_torch",
+                                   {"02_flash_attention", "01_flash_tuned", "03_gqa_attention"}, ["efficient", "math"], "fp32",
+                                   [("ours", col("kernel")), ("shape", torch_shape)]),
+    "perf_torch_decode": torch_table("paged decode vs gather + SDPA", "compare_torch", {"04_paged_attention"},
+                                     ["gather+sdpa"], {"fp32", "fp16"},
+                                     [("shape", lambda r: r["shape"]), ("dtype", col("dtype"))]),
+    "perf_torch_fp16": torch_table("16-bit prefill vs SDPA's flash and cuDNN backends", "compare_torch_day10",
+                                   {"04_fp16_wmma", "05_fp16_mma", "10_hopper_wgmma"}, ["flash", "cudnn"], {"fp16", "bf16"},
+                                   [("ours", col("kernel")), ("shape", torch_shape), ("dtype", col("dtype"))]),
+    "perf_torch_backward": torch_table("backward vs SDPA's backward backends", "compare_torch_backward",
+                                       {"09_fp16_mma_backward", "05_flash_backward"}, ["flash", "efficient", "cudnn"],
+                                       {"fp16", "bf16", "fp32"},
+                                       [("ours", col("kernel")), ("shape", torch_shape), ("dtype", col("dtype"))]),
+})
+# README's "What you will see": one line per exercise.
+SUMMARY = [
+    ("day 01 · 01 vector add", "h100", dict(family="vector", n="268435456"), "pct_copy", "{:.0f} % of copy bandwidth"),
+    ("day 01 · 02 matmul (tiled)", "h100", dict(launcher="matmul_tiled", m="4096"), "tflops", "{:.1f} TFLOP/s fp32"),
+    ("day 01 · 04 softmax (safe)", "h100", dict(launcher="softmax_safe", rows="65536"), "pct_copy", "{:.0f} % of copy bandwidth"),
+    ("day 06 · 02 flash, N = 4096, D = 64", "h100", dict(family="prefill", kernel="02_flash_attention", seq_q="4096", head_dim="64", causal="0"), "tflops", "{:.1f} TFLOP/s fp32"),
+    ("day 06 · 04 paged decode, B = 64, 16k", "h100", dict(family="decode", batch="64", context="16384", heads_kv="8"), "pct_copy", "{:.0f} % of copy bandwidth"),
+    ("day 06 · 05 backward fp32, N = 4096", "h100", dict(family="backward_fp32", seq_q="4096", head_dim="64", causal="0", heads_kv="32"), "tflops", "{:.1f} TFLOP/s"),
+    ("day 10 · 01 tuned fp32, N = 4096, D = 64", "h100", dict(family="prefill", kernel="01_flash_tuned", seq_q="4096", head_dim="64", causal="0", heads_kv="32"), "tflops", "{:.1f} TFLOP/s fp32"),
+    ("day 10 · 05 mma.sync fp16, N = 4096, D = 128", "h100", dict(family="prefill_fp16", kernel="05_fp16_mma", seq_q="4096", head_dim="128", causal="0", **MHA), "tflops", "{:.0f} TFLOP/s"),
+    ("day 10 · 06 split-KV decode, 128k", "h100", dict(family="decode_fp16", context="131072"), "pct_copy", "{:.0f} % of copy bandwidth"),
+    ("day 10 · 07 RoPE, 32k tokens", "h100", dict(family="rope", seq_q="32768", dtype="fp16", layout="neox"), "pct_copy", "{:.0f} % of copy bandwidth"),
+    ("day 10 · 09 backward fp16, N = 4096, D = 128", "h100", dict(family="backward_fp16", seq_q="4096", head_dim="128", causal="0", dtype="fp16"), "tflops", "{:.0f} TFLOP/s"),
+    ("day 10 · 10 Hopper wgmma fp16, N = 4096, D = 128", "h100", dict(family="prefill_fp16", launcher="flash_attention_wgmma", seq_q="4096", head_dim="128", causal="0", **MHA), "tflops", "{:.0f} TFLOP/s"),
+]
+
+
+class Summary:
+    what = "one number per exercise"
+
+    def render(self, page):
+        out = ["| exercise | on an H100 |", "|---|---:|"]
+        srcs = []
+        for label, src, where, value, fmt in SUMMARY:
+            _, rows = load(src)
+            hit = [r for r in rows if matches(r, where) and r.get(value)]
+            if not hit:
+                raise ValueError(f"summary row {label!r}: no row matches")
+            out.append(f"| {label} | {fmt.format(float(hit[0][value]))} |")
+            srcs.append(src)
+        out.append("")
+        out.append(source_line(srcs[0], load(srcs[0])[0], page))
+        return out
+
+
+TABLES["summary"] = Summary()
+
+
+# ------------------------------------------------------------------ the markdown side
+def markdown_files(root=ROOT):
+    files = {root / "README.md"} if (root / "README.md").exists() else set()
+    files.update(root.glob("day*/**/*.md"))
+    files.update(root.glob("docs/**/*.md"))
+    return sorted(files)
+
+
+def refresh(path):
+    """(new text, [problems]) for one markdown file."""
+    lines, out, problems, i = path.read_text().splitlines(), [], [], 0
+    while i < len(lines):
+        m = BEGIN.match(lines[i])
+        out.append(lines[i])
+        i += 1
+        if not m:
+            continue
+        end = next((j for j in range(i, len(lines)) if END.match(lines[j])), None)
+        if end is None:
+            problems.append(f"{path.relative_to(ROOT)}:{i}: table {m.group(1)!r} has no `<!-- /table -->` after it")
+            continue
+        table = TABLES.get(m.group(1))
+        if table is None:
+            problems.append(f"{path.relative_to(ROOT)}:{i}: no table named {m.group(1)!r} (tools/tables.py --list)")
+            out.extend(lines[i:end])
+        else:
+            try:
+                out.extend(table.render(path))
+            except (ValueError, KeyError, OSError) as e:
+                problems.append(f"{path.relative_to(ROOT)}:{i}: table {m.group(1)!r}: {e}")
+                out.extend(lines[i:end])
+        i = end
+    return "\n".join(out) + "\n", problems
+
+
+def run(root=ROOT, write=False):
+    """(problems, number of table blocks, stale files)."""
+    problems, count, stale = [], 0, []
+    for path in markdown_files(root):
+        text = path.read_text()
+        if "<!-- table:" not in text:
+            continue
+        count += sum(1 for l in text.splitlines() if BEGIN.match(l))
+        new, probs = refresh(path)
+        problems += probs
+        if new != text:
+            stale.append(path)
+            if write:
+                path.write_text(new)
+    return problems, count, stale
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    if args.list:
+        for name, t in TABLES.items():
+            print(f"{name:22s} {t.what}")
+        return 0
+    problems, count, stale = run(write=args.write)
+    for p in problems:
+        print(p)
+    if not args.write:
+        for s in stale:
+            print(f"{s.relative_to(ROOT)}: a table block differs from its CSV: run `make tables`")
+    else:
+        for s in stale:
+            print(f"tables: rewrote {s.relative_to(ROOT)}")
+    if problems or (stale and not args.write):
+        return 1
+    print(f"tables: {count} blocks {'written' if args.write else 'fresh'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
