@@ -47,12 +47,21 @@ For every wrong variant solutions/wrong/<day>/<file>:
               MAX_WRONG_DIFF lines (one planted bug, not a rewrite).
 For every day folder:
   [stray]     only these files: NN_id.cu and NN_id.h (both, or neither), tests/test_NN_id.cpp and
-              hints/NN_id.md of an exercise, README.md, exercises.cmake, NN_id.md chapters of exercises on day 10,
+              hints/NN_id.md of an exercise, README.md, exercises.cmake, the page folder NN_id/ of an
+              exercise (README.md and NN-slug.md pages only),
               and shared headers *.cuh that a file of the day (or its solutions) #includes.
               solutions/<day>/ holds only NN_id.cu of exercises.
 For every markdown lesson:
   [snippets]  tools/snippets.py --check passes: every `<!-- snippet: path#name -->` block equals
               its source lines (make snippets refreshes them).
+  [tables]    tools/tables.py --check passes: every `<!-- table: name -->` block is what the
+              committed CSVs in bench/results/reference/ give (make tables refreshes them).
+  [figures]   tools/figures.py --check passes: docs/figures/*.svg are what the script draws.
+  [pages]     the book's layout (tools/pages.py): a page folder <day>/<id>/ per exercise with
+              README.md and pages NN-slug.md, numbered without gaps, each page titled and at most
+              300 lines of prose, linked in order from the chapter, chapters from the day overview.
+  [links]     every relative link and image resolves, anchors included (tools/pages.py).
+  [process]   no file a learner or maintainer reads speaks of the process that made it.
 Whether an untouched skeleton FAILS its tests is checked on a GPU by CTest (label: skeleton).
 """
 import difflib
@@ -65,7 +74,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import apply_patch  # noqa: E402
 import hint  # noqa: E402
+import pages  # noqa: E402
 import snippets  # noqa: E402
+import tables  # noqa: E402
 
 MAX_WRONG_DIFF = 40
 HEADER_1 = re.compile(r"^// Day (\d\d) · Exercise (\d\d) · \S.*$")
@@ -73,6 +84,8 @@ TODO_MARKER = re.compile(r"//\s*TODO\b(\((\d+)\))?(\s*\(≈\s*\d+(?:\s*[-–]\s*
 LESSON_REF = re.compile(r'\b(?P<kw>[Ll]esson)(?P<colon>:?)\s*(?P<refs>"[^"]*"(?:\s*(?:›|,|and)\s*"[^"]*")*)')
 TEST_CASE = re.compile(r'\bTEST_CASE\s*\(\s*"((?:[^"\\]|\\.)*)"')
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+PAGE_NAME = re.compile(r"README\.md|\d\d-[a-z0-9]+(?:-[a-z0-9]+)*\.md")
+MAX_PAGE_PROSE = 300
 
 
 class Report:
@@ -136,32 +149,23 @@ def check_header(skeleton, r):
     day, ex = skeleton.parent.name, skeleton.stem
     dd, nn = re.match(r"day(\d\d)", day).group(1), ex[:2]
     lesson = hint.lesson_path(skeleton)
-    chapters = hint.uses_chapters(skeleton.parent)
-    want2 = (f"// Lesson: {rel(lesson)}. Test: make test EX={ex}" if chapters else
-             f'// Lesson: {rel(lesson)}, section "<the exercise\'s heading>". Test: make test EX={ex}')
+    want2 = f"// Lesson: {rel(lesson)}. Test: make test EX={ex}"
     m = HEADER_1.match(lines[0])
     if not m or m.groups() != (dd, nn):
         r.add("header", f"{rel(skeleton)}:1: line 1 must be `// Day {dd} · Exercise {nn} · <title>: <one line>`"
                         f" (found {lines[0][:70]!r})")
     m = hint.HEADER_LESSON.match(lines[1])
-    if not m:
+    if not m or m.group(2) is not None:
         r.add("header", f"{rel(skeleton)}:2: line 2 must be `{want2}` (found {lines[1][:70]!r})")
         return
-    path, section, test_ex = m.groups()
+    path, _, test_ex = m.groups()
     if test_ex != ex:
         r.add("header", f"{rel(skeleton)}:2: `make test EX={test_ex}` names another exercise: write EX={ex}")
     if path != str(rel(lesson)):
         r.add("header", f"{rel(skeleton)}:2: the lesson is {rel(lesson)}, not {path}: `{want2}`")
     elif not lesson.is_file():
-        r.add("header", f"{rel(skeleton)}:2: {path} does not exist: write the lesson "
-                        f"({'chapter' if chapters else 'day README'})")
-    if section is None and not chapters:
-        r.add("header", f"{rel(skeleton)}:2: name the exercise's section of {path}: `{want2}`")
-    elif section is not None and lesson.is_file() and section not in hint.heading_texts(lesson):
-        r.add("header", f"{rel(skeleton)}:2: {path} has no heading {section!r}{did_you_mean(section, [lesson])}")
-    elif section is not None and not chapters and not section.startswith(f"{nn} · "):
-        r.add("header", f"{rel(skeleton)}:2: section {section!r} is not exercise {nn}'s: name the "
-                        f"heading `{nn} · …` of {path}")
+        r.add("header", f"{rel(skeleton)}:2: {path} does not exist: write the chapter (docs/conventions.md, "
+                        "\"Lessons as pages\")")
 
 
 def did_you_mean(text, files):
@@ -250,16 +254,15 @@ def check_hints(skeleton, r):
     lesson, section = hint.find_section(ex)
     if section is None:
         want = rel(hint.lesson_path(skeleton))
-        r.add("hints", f"{rel(skeleton)}: no lesson found for {ex} in {want} (day 10: the chapter "
-                       "file; day 01/06: the section named by the skeleton's line 2)")
+        r.add("hints", f"{rel(skeleton)}: no lesson found for {ex}: write {want} and its pages")
         return
     if hint.hints(section):
-        r.add("hints", f"{rel(lesson)}: the lesson of {ex} holds hint blocks: move them to "
+        r.add("hints", f"{rel(lesson.parent)}/: a page of {ex} holds hint blocks: move them to "
                        f"{rel(path)} (a reader must reach \"Your TODOs\" before any hint)")
     text = "\n".join(section)
     if f"hints/{ex}.md" not in text:
-        r.add("hints", f"{rel(lesson)}: the lesson of {ex} does not link its hints: add "
-                       f"[hints/{ex}.md](hints/{ex}.md) and `make hint EX={ex}` to its Hints part")
+        r.add("hints", f"{rel(lesson.parent)}/: no page of {ex} links its hints: add "
+                       f"[hints](../hints/{ex}.md) and `make hint EX={ex}` to its Your-TODOs page")
 
 
 # ---------------------------------------------------------------- [giveaway]
@@ -293,7 +296,7 @@ def learner_lines(skeleton, solution):
 
 
 def lesson_files_for_giveaways():
-    files = [ROOT / "README.md"] + sorted(ROOT.glob("docs/*.md"))
+    files = [ROOT / "README.md"] + sorted(ROOT.glob("docs/**/*.md"))
     files += sorted(p for p in ROOT.glob("day*/**/*.md") if "hints" not in p.relative_to(ROOT).parts)
     return [f for f in files if f.is_file()]
 
@@ -325,7 +328,7 @@ def check_giveaways(skeletons, r):
     given = {sk: {code_key(l) for l in sk.read_text().splitlines()} for sk in skeletons}
     for lesson in lesson_files_for_giveaways():
         # Code that a skeleton this lesson teaches already gives may be shown: it is not an answer.
-        taught = [sk for sk in skeletons if lesson in (hint.lesson_path(sk),)]
+        taught = [sk for sk in skeletons if lesson in hint.pages(sk)]
         shown_given = set().union(*(given[sk] for sk in taught)) if taught else set()
         for no, text in fenced_lines(lesson):
             k = code_key(text)
@@ -446,7 +449,6 @@ def listed_files(folder):
 
 def check_stray(day_dir, r):
     ids = {p.stem for p in day_dir.glob("[0-9][0-9]_*.cu")} | {p.stem for p in day_dir.glob("[0-9][0-9]_*.h")}
-    chapters = hint.uses_chapters(day_dir)
     includes = set()
     for p in list(day_dir.glob("*.cu")) + list(day_dir.glob("*.h")) + list(day_dir.glob("*.cuh")) \
             + list((ROOT / "solutions" / day_dir.name).glob("*.cu")):
@@ -460,9 +462,12 @@ def check_stray(day_dir, r):
                 r.add("stray", f"{rel(f)}: no {other.name} beside it: an exercise needs both (an "
                                "exercise in progress? create the skeleton .cu last, then nothing is stray)")
             continue
-        if str(sub) == "." and m and m.group(2) == "md" and chapters:
-            if m.group(1) not in ids:
-                r.add("stray", f"{rel(f)}: a chapter of no exercise (no {m.group(1)}.cu)")
+        if len(sub.parts) == 1 and str(sub) not in ("hints", "tests"):
+            if str(sub) not in ids:
+                r.add("stray", f"{rel(f)}: {sub}/ is the page folder of no exercise (no {day_dir.name}/{sub}.cu)")
+            elif not PAGE_NAME.fullmatch(name):
+                r.add("stray", f"{rel(f)}: a page folder holds README.md and pages NN-slug.md only "
+                               "(figures go to docs/figures/, made by tools/figures.py)")
             continue
         if str(sub) == "." and name in ("README.md", "exercises.cmake"):
             continue
@@ -483,12 +488,25 @@ def check_stray(day_dir, r):
             continue
         r.add("stray", f"{rel(f)}: not part of an exercise. A day folder holds NN_id.cu, NN_id.h, "
                        "tests/test_NN_id.cpp, hints/NN_id.md, README.md, exercises.cmake"
-                       + (", NN_id.md chapters" if chapters else "") + " and included *.cuh headers: "
+                       ", the page folders NN_id/ and included *.cuh headers: "
                        "move it (common/ for shared code, docs/ for prose) or remove it")
     sol_dir = ROOT / "solutions" / day_dir.name
     for f in listed_files(sol_dir) if sol_dir.is_dir() else []:
         if f.parent != sol_dir or f.suffix != ".cu" or f.stem not in ids:
             r.add("stray", f"{rel(f)}: solutions/{day_dir.name}/ holds only NN_id.cu of the day's exercises")
+
+
+# ---------------------------------------------------------------- [figures]
+def check_figures(r):
+    """tools/figures.py --check: the committed SVGs are what the script draws. Returns the count."""
+    script = ROOT / "tools" / "figures.py"
+    if not script.is_file():
+        return 0
+    out = subprocess.run([sys.executable, str(script), "--check"], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        for line in (out.stdout + out.stderr).strip().splitlines():
+            r.add("figures", line)
+    return len(list((ROOT / "docs" / "figures").glob("*.svg")))
 
 
 # ---------------------------------------------------------------- main
@@ -531,13 +549,23 @@ def main():
     snippet_problems, fresh, _ = snippets.run(ROOT, write=False)
     for p in snippet_problems:
         r.add("snippets", p)
+    table_problems, table_count, stale = tables.run(ROOT, write=False)
+    for p in table_problems:
+        r.add("tables", p)
+    for p in stale:
+        r.add("tables", f"{rel(p)}: a table block differs from its CSV: run `make tables`")
+    figure_count = check_figures(r)
+    pages.check_pages(r.add)
+    pages.check_links(r.add)
+    pages.check_process_words(r.add)
 
     for skeleton in skeletons:
         print(f"  {'BAD' if r.bad(skeleton.stem) else 'ok '} {rel(skeleton)} ({todo_counts[skeleton]} TODOs)")
     if r.items:
         print(f"\nexercise contract violated ({len(r.items)}; tools/check_skeletons.py and "
               "docs/conventions.md explain each rule):")
-        for tag in ("files", "header", "todo", "lesson", "adds-only", "hints", "giveaway", "wrong", "stray", "snippets"):
+        for tag in ("files", "header", "todo", "lesson", "adds-only", "hints", "giveaway", "wrong", "stray", "snippets",
+                    "tables", "figures", "pages", "links", "process"):
             for t, msg, _ in r.items:
                 if t == tag:
                     print(f"  [{tag}] {msg}")
@@ -545,7 +573,8 @@ def main():
     print(f"exercise contract: {checked} exercises ok (header, TODOs, lesson references, adds-only, "
           f"three hints kept out of the lessons), {len(wrongs)} wrong variants apply and explain "
           f"themselves, no lesson shows any of the {looked_for} lines learners write, "
-          f"{fresh} snippets fresh, no stray files")
+          f"{fresh} snippets and {table_count} tables fresh, {figure_count} figures as tools/figures.py draws them, "
+          "every page short and linked, every link resolves, no stray files")
     return 0
 
 

@@ -4,12 +4,8 @@
     python3 tools/hint.py 02_flash_attention        # the first hint (a nudge)
     python3 tools/hint.py 02_flash_attention 3      # the third (near-solution)
 
-Where an exercise's lesson is:
-  * day 10 (a day folder holding chapter files NN_id.md): the whole chapter <day>/NN_id.md;
-  * day 01 and 06: a section of <day>/README.md: the heading named by the skeleton's header
-    (`// Lesson: <day>/README.md, section "02 · flash attention". ...`), or, when the header
-    names none (or names a heading that does not exist), the first heading that names the exercise (its id, or its number and first word).
-    The section runs to the next heading of the same or a higher level.
+Where an exercise's lesson is: the page folder <day>/<id>/ beside its skeleton, a chapter
+README.md (the first page, named by the skeleton's line 2) and pages NN-slug.md in reading order.
 Hints live apart from the lesson, in <day>/hints/<id>.md (rustlings' habit: a learner reading the
 lesson top to bottom never meets a hint before asking for one); the lesson's "Hints" part links
 there. They are the <details><summary>Hint n · …</summary> … </details> blocks of that file, in
@@ -55,56 +51,34 @@ def skeleton_of(exercise):
     return found[0] if found else None
 
 
-def uses_chapters(day_dir):
-    """Day 10 style: one chapter file per exercise instead of sections of README.md."""
-    return day_dir.name.startswith("day10") or any(day_dir.glob("[0-9][0-9]_*.md"))
-
-
 def lesson_path(skeleton):
-    """The file holding the exercise's lesson: its chapter, or the day's README.md."""
-    day = skeleton.parent
-    return day / f"{skeleton.stem}.md" if uses_chapters(day) else day / "README.md"
+    """The exercise's chapter: the first page of its page folder, <day>/<id>/README.md."""
+    return skeleton.parent / skeleton.stem / "README.md"
+
+
+def pages(skeleton):
+    """The chapter README and its pages NN-slug.md, in reading order."""
+    folder = skeleton.parent / skeleton.stem
+    numbered = sorted(p for p in folder.glob("*.md") if re.match(r"\d\d-", p.name))
+    return [folder / "README.md"] + numbered
 
 
 def lesson_files(skeleton):
-    """Every file whose headings a `lesson: "…"` reference of this exercise may name."""
-    day = skeleton.parent
-    files = [lesson_path(skeleton)]
-    if uses_chapters(day):
-        files.append(day / "README.md")
-    return files
-
-
-def header_section(skeleton):
-    """The section name in the skeleton's line 2, or None."""
-    lines = skeleton.read_text().splitlines()
-    m = HEADER_LESSON.match(lines[1]) if len(lines) > 1 else None
-    return m.group(2) if m else None
+    """Every file whose headings a `lesson: "…"` reference of this exercise may name: the
+    exercise's pages and the day's overview."""
+    return pages(skeleton) + [skeleton.parent / "README.md"]
 
 
 def find_section(exercise):
-    """(lesson path, lines of the exercise's lesson) or (None, None)."""
+    """(chapter path, lines of every page of the exercise's lesson) or (None, None)."""
     skeleton = skeleton_of(exercise)
-    if skeleton is None:
+    if skeleton is None or not lesson_path(skeleton).is_file():
         return None, None
-    lesson = lesson_path(skeleton)
-    if not lesson.is_file():
-        return None, None
-    lines = lesson.read_text().splitlines()
-    if uses_chapters(skeleton.parent):
-        return lesson, lines
-    heads = headings(lines)
-    named = header_section(skeleton)
-    number, _, name = exercise.partition("_")
-    first_word = name.split("_")[0]
-    by_name = [k for k, (_, _, text) in enumerate(heads) if text == named]
-    by_id = [k for k, (_, _, text) in enumerate(heads)
-             if exercise in text.lower() or (text.lower().startswith(number) and first_word in text.lower())]
-    for k in (by_name or by_id)[:1]:  # a header naming a missing heading is reported by the checker
-        i, level, _ = heads[k]
-        end = next((j for j, lv, _ in heads[k + 1:] if lv <= level), len(lines))
-        return lesson, lines[i:end]
-    return None, None
+    lines = []
+    for page in pages(skeleton):
+        if page.is_file():
+            lines += page.read_text().splitlines()
+    return lesson_path(skeleton), lines
 
 
 def hints_path(skeleton):

@@ -1,0 +1,21 @@
+"""MkDocs hooks of the course's site (tools/book.py writes the config that loads this file).
+
+The markdown files are the ones a learner reads on GitHub and in a terminal, unchanged; these
+hooks adapt them to the site at build time:
+  * hint blocks `<details><summary>Hint n · …</summary> … </details>` keep their markdown inside
+    (md_in_html needs `markdown="1"` on the block), so each hint stays behind its reveal;
+  * heading anchors are GitHub's slugs (tools/pages.py), so a link that works on GitHub works
+    on the site, and the link checker of make check-skeletons speaks for both.
+"""
+import pathlib
+import re
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from pages import gfm_slug  # noqa: E402,F401  (referenced by the generated mkdocs.yml)
+
+DETAILS = re.compile(r"<details>(\s*<summary>)")
+
+
+def on_page_markdown(markdown, page, config, files):
+    return DETAILS.sub(r'<details markdown="1">\1', markdown)
