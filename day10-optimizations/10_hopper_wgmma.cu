@@ -206,6 +206,10 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   const uint32_t q_addr = hopper::smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
   const uint32_t k_base = hopper::smem_u32(Ks), v_base = hopper::smem_u32(Vs);
 
+  // The accumulators of this warpgroup's 64 rows (lesson: "The warpgroup accumulator, thread by thread"):
+  // element i of thread t sits at row wgmma_acc_row(t, i), column wgmma_acc_col(t, i). acc_o holds
+  // O_i (64 × D fp32, kAccO per thread); S_ij of a key tile (64 × Bc fp32, kAccS per thread) is
+  // declared by the consumer loop (TODO(9), TODO(10)), and the softmax turns it into P_ij in place.
   float acc_o[C::kAccO];
 #pragma unroll
   for (int i = 0; i < C::kAccO; ++i) acc_o[i] = 0.f;
@@ -222,11 +226,13 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   if constexpr (C::kPingPong)
     if (n_tiles > 0 && cw == 1) hopper::named_barrier_arrive(kTurnBarrier, 256);
   if constexpr (!C::kOverlap) {
-    // TODO(9) (≈ 18 lines): the key loop, one tile at a time: wait for K_j, S, release K_j,
-    //   softmax, P, rescale O, wait for V_j, O += P·V, release V_j (lesson: "The consumer loop,
-    //   one tile at a time" and "mbarrier: phases and parity").
+    // TODO(9) (≈ 18 lines): the key loop, one tile at a time, with S's accumulator (kAccS floats,
+    //   the layout of acc_o) declared inside it: wait for K_j, S, release K_j, softmax, P, rescale
+    //   O, wait for V_j, O += P·V, release V_j (lesson: "The consumer loop, one tile at a time" and
+    //   "mbarrier: phases and parity").
   } else if (n_tiles > 0) {
-    // TODO(10) (≈ 40 lines): the same loop with tile j's softmax running while the tensor cores
+    // TODO(10) (≈ 40 lines): the same loop, S's accumulator again declared per tile (tile 0's
+    //   and each iteration's), with tile j's softmax running while the tensor cores
     //   compute P_{j-1}·V_{j-1} (lesson: "Hiding the softmax under the GEMMs"); with
     //   C::kPingPong, every issue of GEMMs is one turn of the two consumers (lesson: "Ping-pong
     //   between the two consumers").

@@ -276,6 +276,10 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   const uint32_t q_addr = hopper::smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
   const uint32_t k_base = hopper::smem_u32(Ks), v_base = hopper::smem_u32(Vs);
 
+  // The accumulators of this warpgroup's 64 rows (lesson: "The warpgroup accumulator, thread by thread"):
+  // element i of thread t sits at row wgmma_acc_row(t, i), column wgmma_acc_col(t, i). acc_o holds
+  // O_i (64 × D fp32, kAccO per thread); S_ij of a key tile (64 × Bc fp32, kAccS per thread) is
+  // declared by the consumer loop (TODO(9), TODO(10)), and the softmax turns it into P_ij in place.
   float acc_o[C::kAccO];
 #pragma unroll
   for (int i = 0; i < C::kAccO; ++i) acc_o[i] = 0.f;
