@@ -5,6 +5,11 @@
 #   make check                CPU tests + every solution passes + every wrong variant is rejected
 #   make check-skeletons      the exercise contract (see tools/check_skeletons.py)
 #   make snippets             refresh the lessons' code blocks from the sources' snippet anchors
+#   make tables               refresh the lessons' measurement tables from bench/results/reference/*.csv
+#   make figures              redraw docs/figures/*.svg (tools/figures.py)
+#   make book                 the site: build/book/site, from the same markdown (mkdocs-material)
+#   make book-check           strict build + headless Chromium renders every page (figures, math)
+#   make format               clang-format every C++/CUDA source (patches kept applicable); make check-format checks
 #   make hint EX=<id> [LEVEL=n]  the n-th hint (1 nudge, 2 approach, 3 near-solution)
 #   make show-bug EX=<id> [BUG=<bug>]  the exercise's wrong variants; with BUG, that one's patch
 #   make bench                time every solution kernel (checked first) against measured roofs
@@ -32,7 +37,7 @@ EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
 # CTest's per-test results, read by tools/test_status.py for the ✔/✘/⊘/· lists.
 STATUS_XML  = $(abspath $(BUILD))/Testing/course-status.xml
 
-.PHONY: all build configure test check check-skeletons snippets hint show-bug bench compare plot clean help list sanitize
+.PHONY: all build configure test check check-skeletons snippets tables figures book book-check book-serve format check-format hint show-bug bench compare plot clean help list sanitize
 
 all: build
 
@@ -80,6 +85,38 @@ hint:
 # Lessons show code through <!-- snippet: path#name --> blocks (tools/snippets.py); never edit one by hand.
 snippets:
 	@python3 tools/snippets.py --write
+
+tables:
+	@python3 tools/tables.py --write
+
+figures:
+	@python3 tools/figures.py
+
+# The site's packages live in a virtual environment inside the build folder (never committed);
+# chromium, chromium-driver, libjs-katex and fonts-katex come from Debian (.ci/run installs them).
+BOOK_VENV = $(BUILD)/book-venv
+$(BOOK_VENV)/.installed: tools/book-requirements.txt
+	@python3 -m venv $(BOOK_VENV) || { echo "book: python3 -m venv failed (Debian: apt-get install python3-venv)"; exit 2; }
+	@$(BOOK_VENV)/bin/pip install -q --disable-pip-version-check -r tools/book-requirements.txt
+	@touch $@
+
+book: $(BOOK_VENV)/.installed
+	@NO_MKDOCS_2_WARNING=1 $(BOOK_VENV)/bin/python tools/book.py build
+
+book-check: $(BOOK_VENV)/.installed
+	@NO_MKDOCS_2_WARNING=1 $(BOOK_VENV)/bin/python tools/book.py check
+
+book-serve: $(BOOK_VENV)/.installed
+	@NO_MKDOCS_2_WARNING=1 $(BOOK_VENV)/bin/python tools/book.py serve
+
+# clang-format (.clang-format) over every tracked C++/CUDA source; the wrong-variant patches are
+# rewritten so that they still apply to the formatted solutions (tools/format_sources.py).
+format:
+	@python3 tools/format_sources.py
+
+check-format:
+	@command -v clang-format > /dev/null || { echo "check-format: clang-format not found (apt-get install clang-format)"; exit 2; }
+	@python3 tools/format_sources.py --check
 
 show-bug:
 	@python3 tools/show_bug.py "$(EX)" $(BUG)
