@@ -26,17 +26,17 @@ namespace bench {
 
 // One benchmark shape. A family uses the fields it needs and leaves the others at zero.
 struct Shape {
-  std::string family;     // the family's name, e.g. "prefill"
-  std::string name;       // unique within the family and filterable, e.g. "b2_h32_kv32_n8192_d64_causal"
-  bool from_grid = true;  // false for a shape typed on the command line
-  std::string tag;        // grid shapes: which kernels run them by default (see Kernel::tags)
-  int64_t n = 0;                        // vector length
-  int m = 0, nn = 0, k = 0;             // matmul: C[m, nn] = A[m, k]·B[nn, k]ᵀ
-  int rows = 0, cols = 0;               // row-wise kernels
-  course::AttentionParams attn;         // prefill-like attention
-  course::PagedParams paged;            // paged decode
-  int context = 0;                      // decode: cached tokens per sequence
-  std::map<std::string, int64_t> extra;    // sizes no field above holds (a family's own)
+  std::string family;                    // the family's name, e.g. "prefill"
+  std::string name;                      // unique within the family and filterable, e.g. "b2_h32_kv32_n8192_d64_causal"
+  bool from_grid = true;                 // false for a shape typed on the command line
+  std::string tag;                       // grid shapes: which kernels run them by default (see Kernel::tags)
+  int64_t n = 0;                         // vector length
+  int m = 0, nn = 0, k = 0;              // matmul: C[m, nn] = A[m, k]·B[nn, k]ᵀ
+  int rows = 0, cols = 0;                // row-wise kernels
+  course::AttentionParams attn;          // prefill-like attention
+  course::PagedParams paged;             // paged decode
+  int context = 0;                       // decode: cached tokens per sequence
+  std::map<std::string, int64_t> extra;  // sizes no field above holds (a family's own)
   std::map<std::string, std::string> csv;  // the bench.csv columns this shape fills
 };
 
@@ -44,7 +44,7 @@ struct Shape {
 // whatever is left over is reported as a usage error by the caller.
 class ShapeSpec {
  public:
-  explicit ShapeSpec(const std::string& body);  // throws std::invalid_argument on bad syntax
+  explicit ShapeSpec(const std::string& body);             // throws std::invalid_argument on bad syntax
   int64_t take(const std::string& key, int64_t fallback);  // positive integers only
   bool flag(const std::string& word);                      // a bare word such as "causal"
   std::vector<std::string> unused() const;
@@ -86,10 +86,10 @@ class L2Flusher;  // timing.h
 
 // One launcher of one exercise, with everything the runner needs bound in.
 struct Kernel {
-  std::string exercise;  // the kernel's name everywhere (table, CSV, --kernel): "03_reduction"
-  std::string launcher;  // the C++ function: "row_reduce" (tells two launchers of one exercise apart)
-  std::string family;    // the FamilyDef::name it belongs to
-  int order = 0;         // position within the family's table: the staircase naive -> tuned
+  std::string exercise;           // the kernel's name everywhere (table, CSV, --kernel): "03_reduction"
+  std::string launcher;           // the C++ function: "row_reduce" (tells two launchers of one exercise apart)
+  std::string family;             // the FamilyDef::name it belongs to
+  int order = 0;                  // position within the family's table: the staircase naive -> tuned
   std::vector<std::string> tags;  // grid shapes it runs on by default (Shape::tag); empty: all
   bool quadratic_memory = false;  // N×N workspace: skipped in the grid above --quadratic-max-n
   bool baseline = false;          // not an exercise (the cuBLAS attention): impl "baseline"
@@ -99,17 +99,16 @@ struct Kernel {
   // Device bytes the timed run allocates (inputs, outputs, workspace).
   std::function<double(const Shape& s)> device_bytes;
   // Allocates and fills the inputs, then times the launcher (time_launch in timing.h).
-  std::function<Measurement(const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl)>
-      time;
+  std::function<Measurement(const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl)> time;
 };
 
 // A workload family: shapes that share an input set-up, a validation routine and a cost model.
 struct FamilyDef {
-  std::string name;          // "prefill": the --shape prefix, --kernel matches it, CSV `family`
-  std::string title;         // heading of its table
-  int order = 0;             // table position: day 01 100-400, day 06 500-600, day 10 700+
-  bool compute_bound = false;  // show TFLOP/s and % of the GEMM roofs
-  std::string shape_syntax;  // for --help: "prefill:b=2,h=32,kv=8,n=1000,nk=1000,d=64,causal"
+  std::string name;                          // "prefill": the --shape prefix, --kernel matches it, CSV `family`
+  std::string title;                         // heading of its table
+  int order = 0;                             // table position: day 01 100-400, day 06 500-600, day 10 700+
+  bool compute_bound = false;                // show TFLOP/s and % of the GEMM roofs
+  std::string shape_syntax;                  // for --help: "prefill:b=2,h=32,kv=8,n=1000,nk=1000,d=64,causal"
   std::function<std::vector<Shape>()> grid;  // the default shapes
   std::function<Shape(ShapeSpec& spec)> parse;
   // What the small-shape check depends on: each (kernel, key) is validated once per run.
@@ -122,8 +121,8 @@ struct FamilyDef {
 // registration of the same name (shared families may be registered from several files).
 bool add_family(FamilyDef f);
 bool add_kernel(Kernel k);
-std::vector<FamilyDef> families();           // by FamilyDef::order
-std::vector<Kernel> kernels();               // by family order, then Kernel::order
+std::vector<FamilyDef> families();                 // by FamilyDef::order
+std::vector<Kernel> kernels();                     // by family order, then Kernel::order
 const FamilyDef& family(const std::string& name);  // throws std::invalid_argument if unknown
 
 // "<family>:k=v,..." -> the family's Shape (throws std::invalid_argument with the syntax).

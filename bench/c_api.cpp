@@ -71,16 +71,14 @@ int guarded(Fn&& fn) {
     }
     g_last_error.clear();
     return 0;
-  } catch (const std::exception& e) {
-    g_last_error = e.what();
-  } catch (...) {
+  } catch (const std::exception& e) { g_last_error = e.what(); } catch (...) {
     g_last_error = "unknown exception";
   }
   return -1;
 }
 
-[[maybe_unused]] course::PagedParams paged_params(int b, int hq, int hkv, int d, int block_size,
-                                                  int num_blocks, int max_blocks_per_seq, float scale) {
+[[maybe_unused]] course::PagedParams paged_params(int b, int hq, int hkv, int d, int block_size, int num_blocks,
+                                                  int max_blocks_per_seq, float scale) {
   course::PagedParams p;
   p.batch = b;
   p.heads_q = hq;
@@ -93,8 +91,8 @@ int guarded(Fn&& fn) {
   return p;
 }
 
-[[maybe_unused]] course::AttentionParams params(int b, int hq, int hkv, int nq, int nk, int d,
-                                                float scale, int causal) {
+[[maybe_unused]] course::AttentionParams params(int b, int hq, int hkv, int nq, int nk, int d, float scale,
+                                                int causal) {
   course::AttentionParams p = course::AttentionParams::make(b, hq, hkv, nq, nk, d, causal != 0);
   p.scale = scale;
   return p;
@@ -162,13 +160,11 @@ uint64_t course_naive_attention_workspace_bytes(int b, int hq, int hkv, int nq, 
 #endif
 }
 
-int course_naive_attention(const float* q, const float* k, const float* v, float* o, float* ws,
-                           int b, int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                           void* stream) {
+int course_naive_attention(const float* q, const float* k, const float* v, float* o, float* ws, int b, int hq, int hkv,
+                           int nq, int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_01_naive_attention
   return guarded([&] {
-    naive_attention(q, k, v, o, ws, params(b, hq, hkv, nq, nk, d, scale, causal),
-                    static_cast<cudaStream_t>(stream));
+    naive_attention(q, k, v, o, ws, params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)ws, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk;
@@ -177,13 +173,11 @@ int course_naive_attention(const float* q, const float* k, const float* v, float
 #endif
 }
 
-int course_flash_attention(const float* q, const float* k, const float* v, float* o, int b,
-                           int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                           void* stream) {
+int course_flash_attention(const float* q, const float* k, const float* v, float* o, int b, int hq, int hkv, int nq,
+                           int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_02_flash_attention
   return guarded([&] {
-    flash_attention(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal),
-                    static_cast<cudaStream_t>(stream));
+    flash_attention(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
@@ -192,12 +186,11 @@ int course_flash_attention(const float* q, const float* k, const float* v, float
 #endif
 }
 
-int course_gqa_attention(const float* q, const float* k, const float* v, float* o, int b, int hq,
-                         int hkv, int nq, int nk, int d, float scale, int causal, void* stream) {
+int course_gqa_attention(const float* q, const float* k, const float* v, float* o, int b, int hq, int hkv, int nq,
+                         int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_03_gqa_attention
   return guarded([&] {
-    gqa_attention(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal),
-                  static_cast<cudaStream_t>(stream));
+    gqa_attention(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
@@ -207,13 +200,11 @@ int course_gqa_attention(const float* q, const float* k, const float* v, float* 
 }
 
 // Day 10 · 01_flash_tuned: any Hq that is a multiple of Hkv (MHA and GQA).
-int course_flash_attention_tuned(const float* q, const float* k, const float* v, float* o, int b,
-                                 int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                 void* stream) {
+int course_flash_attention_tuned(const float* q, const float* k, const float* v, float* o, int b, int hq, int hkv,
+                                 int nq, int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_01_flash_tuned
   return guarded([&] {
-    flash_attention_tuned(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal),
-                          static_cast<cudaStream_t>(stream));
+    flash_attention_tuned(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
@@ -222,10 +213,9 @@ int course_flash_attention_tuned(const float* q, const float* k, const float* v,
 #endif
 }
 
-int course_paged_attention(const float* q, const float* k_cache, const float* v_cache,
-                           const int32_t* block_table, const int32_t* context_lens, float* o,
-                           int b, int hq, int hkv, int d, int block_size, int num_blocks,
-                           int max_blocks_per_seq, float scale, void* stream) {
+int course_paged_attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* block_table,
+                           const int32_t* context_lens, float* o, int b, int hq, int hkv, int d, int block_size,
+                           int num_blocks, int max_blocks_per_seq, float scale, void* stream) {
 #ifdef BENCH_HAVE_04_paged_attention
   return guarded([&] {
     paged_attention(q, k_cache, v_cache, block_table, context_lens, o,
@@ -241,9 +231,8 @@ int course_paged_attention(const float* q, const float* k_cache, const float* v_
 }
 
 // Day 10 · 02_sliding_window (prefill): query i sees keys i + off - window .. i + off.
-int course_sliding_window_attention(const float* q, const float* k, const float* v, float* o,
-                                    int b, int hq, int hkv, int nq, int nk, int d, int window,
-                                    float scale, void* stream) {
+int course_sliding_window_attention(const float* q, const float* k, const float* v, float* o, int b, int hq, int hkv,
+                                    int nq, int nk, int d, int window, float scale, void* stream) {
 #ifdef BENCH_HAVE_02_sliding_window
   return guarded([&] {
     course::AttentionParams p = params(b, hq, hkv, nq, nk, d, scale, 1);
@@ -259,18 +248,17 @@ int course_sliding_window_attention(const float* q, const float* k, const float*
 
 // Day 10 · 03_block_sparse: the BSR layout (64 × 64 blocks, one for every head) twice, as the
 // launcher wants it: host arrays (validated) and the same arrays already on the device.
-int course_block_sparse_attention(const float* q, const float* k, const float* v, float* o, int b,
-                                  int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                  const int32_t* row_ptr_host, int row_ptr_len,
-                                  const int32_t* col_idx_host, int nnz, const int32_t* row_ptr_dev,
+int course_block_sparse_attention(const float* q, const float* k, const float* v, float* o, int b, int hq, int hkv,
+                                  int nq, int nk, int d, float scale, int causal, const int32_t* row_ptr_host,
+                                  int row_ptr_len, const int32_t* col_idx_host, int nnz, const int32_t* row_ptr_dev,
                                   const int32_t* col_idx_dev, void* stream) {
 #ifdef BENCH_HAVE_03_block_sparse
   return guarded([&] {
     course::ref::BlockSparseLayout layout;
     layout.row_ptr.assign(row_ptr_host, row_ptr_host + row_ptr_len);
     layout.col_idx.assign(col_idx_host, col_idx_host + nnz);
-    block_sparse_attention(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal), layout,
-                           row_ptr_dev, col_idx_dev, static_cast<cudaStream_t>(stream));
+    block_sparse_attention(q, k, v, o, params(b, hq, hkv, nq, nk, d, scale, causal), layout, row_ptr_dev, col_idx_dev,
+                           static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
@@ -281,14 +269,13 @@ int course_block_sparse_attention(const float* q, const float* k, const float* v
 }
 
 // Day 10 · 04/05, 16-bit tensors passed as raw device pointers (torch.half / torch.bfloat16).
-int course_flash_attention_wmma(const void* q, const void* k, const void* v, void* o, int b,
-                                int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                void* stream) {
+int course_flash_attention_wmma(const void* q, const void* k, const void* v, void* o, int b, int hq, int hkv, int nq,
+                                int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_04_fp16_wmma
   return guarded([&] {
-    flash_attention_wmma(static_cast<const __half*>(q), static_cast<const __half*>(k),
-                         static_cast<const __half*>(v), static_cast<__half*>(o),
-                         params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+    flash_attention_wmma(static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v),
+                         static_cast<__half*>(o), params(b, hq, hkv, nq, nk, d, scale, causal),
+                         static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
@@ -297,14 +284,13 @@ int course_flash_attention_wmma(const void* q, const void* k, const void* v, voi
 #endif
 }
 
-int course_flash_attention_mma_f16(const void* q, const void* k, const void* v, void* o, int b,
-                                   int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                   void* stream) {
+int course_flash_attention_mma_f16(const void* q, const void* k, const void* v, void* o, int b, int hq, int hkv, int nq,
+                                   int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_05_fp16_mma
   return guarded([&] {
-    flash_attention_mma(static_cast<const __half*>(q), static_cast<const __half*>(k),
-                        static_cast<const __half*>(v), static_cast<__half*>(o),
-                        params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+    flash_attention_mma(static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v),
+                        static_cast<__half*>(o), params(b, hq, hkv, nq, nk, d, scale, causal),
+                        static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
@@ -313,9 +299,8 @@ int course_flash_attention_mma_f16(const void* q, const void* k, const void* v, 
 #endif
 }
 
-int course_flash_attention_mma_bf16(const void* q, const void* k, const void* v, void* o, int b,
-                                    int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                    void* stream) {
+int course_flash_attention_mma_bf16(const void* q, const void* k, const void* v, void* o, int b, int hq, int hkv,
+                                    int nq, int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_05_fp16_mma
   return guarded([&] {
     flash_attention_mma(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
@@ -331,14 +316,13 @@ int course_flash_attention_mma_bf16(const void* q, const void* k, const void* v,
 
 // Day 10 · 10_hopper_wgmma (sm_90a only: the library has it when the build targeted sm_90; the
 // caller checks that the GPU is a Hopper one, compute capability 9.0).
-int course_flash_attention_wgmma_f16(const void* q, const void* k, const void* v, void* o, int b,
-                                     int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                     void* stream) {
+int course_flash_attention_wgmma_f16(const void* q, const void* k, const void* v, void* o, int b, int hq, int hkv,
+                                     int nq, int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_10_hopper_wgmma
   return guarded([&] {
-    flash_attention_wgmma(static_cast<const __half*>(q), static_cast<const __half*>(k),
-                          static_cast<const __half*>(v), static_cast<__half*>(o),
-                          params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+    flash_attention_wgmma(static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v),
+                          static_cast<__half*>(o), params(b, hq, hkv, nq, nk, d, scale, causal),
+                          static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
@@ -347,9 +331,8 @@ int course_flash_attention_wgmma_f16(const void* q, const void* k, const void* v
 #endif
 }
 
-int course_flash_attention_wgmma_bf16(const void* q, const void* k, const void* v, void* o, int b,
-                                      int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                      void* stream) {
+int course_flash_attention_wgmma_bf16(const void* q, const void* k, const void* v, void* o, int b, int hq, int hkv,
+                                      int nq, int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_10_hopper_wgmma
   return guarded([&] {
     flash_attention_wgmma(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
@@ -365,13 +348,13 @@ int course_flash_attention_wgmma_bf16(const void* q, const void* k, const void* 
 
 // Day 10 · 06_split_kv_decode: fp16 paged cache, automatic split count. The workspace (fp32
 // partials) is the caller's, sized by course_split_kv_decode_workspace_bytes.
-uint64_t course_split_kv_decode_workspace_bytes(int b, int hq, int hkv, int d, int block_size,
-                                                int num_blocks, int max_blocks_per_seq) {
+uint64_t course_split_kv_decode_workspace_bytes(int b, int hq, int hkv, int d, int block_size, int num_blocks,
+                                                int max_blocks_per_seq) {
 #ifdef BENCH_HAVE_06_split_kv_decode
   uint64_t bytes = 0;
   const int rc = guarded([&] {
-    bytes = split_kv_decode_workspace_bytes(
-        paged_params(b, hq, hkv, d, block_size, num_blocks, max_blocks_per_seq, 0.f));
+    bytes =
+        split_kv_decode_workspace_bytes(paged_params(b, hq, hkv, d, block_size, num_blocks, max_blocks_per_seq, 0.f));
   });
   return rc == 0 ? bytes : 0;
 #else
@@ -380,15 +363,13 @@ uint64_t course_split_kv_decode_workspace_bytes(int b, int hq, int hkv, int d, i
 #endif
 }
 
-int course_split_kv_decode(const void* q, const void* k_cache, const void* v_cache,
-                           const int32_t* block_table, const int32_t* context_lens, void* o,
-                           float* workspace, int b, int hq, int hkv, int d, int block_size,
-                           int num_blocks, int max_blocks_per_seq, float scale, void* stream) {
+int course_split_kv_decode(const void* q, const void* k_cache, const void* v_cache, const int32_t* block_table,
+                           const int32_t* context_lens, void* o, float* workspace, int b, int hq, int hkv, int d,
+                           int block_size, int num_blocks, int max_blocks_per_seq, float scale, void* stream) {
 #ifdef BENCH_HAVE_06_split_kv_decode
   return guarded([&] {
     split_kv_decode(static_cast<const __half*>(q), static_cast<const __half*>(k_cache),
-                    static_cast<const __half*>(v_cache), block_table, context_lens,
-                    static_cast<__half*>(o), workspace,
+                    static_cast<const __half*>(v_cache), block_table, context_lens, static_cast<__half*>(o), workspace,
                     paged_params(b, hq, hkv, d, block_size, num_blocks, max_blocks_per_seq, scale),
                     static_cast<cudaStream_t>(stream));
   });

@@ -50,16 +50,14 @@ int guarded_backward(Fn&& fn) {
     }
     g_backward_error.clear();
     return 0;
-  } catch (const std::exception& e) {
-    g_backward_error = e.what();
-  } catch (...) {
+  } catch (const std::exception& e) { g_backward_error = e.what(); } catch (...) {
     g_backward_error = "unknown exception";
   }
   return -1;
 }
 
-[[maybe_unused]] course::AttentionParams backward_params(int b, int hq, int hkv, int nq, int nk, int d,
-                                                         float scale, int causal) {
+[[maybe_unused]] course::AttentionParams backward_params(int b, int hq, int hkv, int nq, int nk, int d, float scale,
+                                                         int causal) {
   course::AttentionParams p = course::AttentionParams::make(b, hq, hkv, nq, nk, d, causal != 0);
   p.scale = scale;
   return p;
@@ -105,9 +103,8 @@ int course_backward_has(const char* name) {
 }
 
 // ---- 16 bits (day 10): q, k, v, o are __half (f16) or __nv_bfloat16 (bf16); lse fp32 [B, Hq, Nq].
-int course_flash_attention_mma_lse_f16(const void* q, const void* k, const void* v, void* o, float* lse, int b,
-                                       int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                       void* stream) {
+int course_flash_attention_mma_lse_f16(const void* q, const void* k, const void* v, void* o, float* lse, int b, int hq,
+                                       int hkv, int nq, int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_05_fp16_mma
   return guarded_backward([&] {
     flash_attention_mma(cptr<__half>(q), cptr<__half>(k), cptr<__half>(v), mptr<__half>(o), lse,
@@ -120,14 +117,12 @@ int course_flash_attention_mma_lse_f16(const void* q, const void* k, const void*
 #endif
 }
 
-int course_flash_attention_mma_lse_bf16(const void* q, const void* k, const void* v, void* o, float* lse, int b,
-                                        int hq, int hkv, int nq, int nk, int d, float scale, int causal,
-                                        void* stream) {
+int course_flash_attention_mma_lse_bf16(const void* q, const void* k, const void* v, void* o, float* lse, int b, int hq,
+                                        int hkv, int nq, int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_05_fp16_mma
   return guarded_backward([&] {
-    flash_attention_mma(cptr<__nv_bfloat16>(q), cptr<__nv_bfloat16>(k), cptr<__nv_bfloat16>(v),
-                        mptr<__nv_bfloat16>(o), lse, backward_params(b, hq, hkv, nq, nk, d, scale, causal),
-                        static_cast<cudaStream_t>(stream));
+    flash_attention_mma(cptr<__nv_bfloat16>(q), cptr<__nv_bfloat16>(k), cptr<__nv_bfloat16>(v), mptr<__nv_bfloat16>(o),
+                        lse, backward_params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)lse, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
@@ -145,15 +140,15 @@ uint64_t course_flash_attention_mma_backward_workspace_bytes(int b, int hq, int 
 #endif
 }
 
-int course_flash_attention_mma_backward_f16(const void* q, const void* k, const void* v, const void* o,
-                                            const void* d_o, const float* lse, void* dq, void* dk, void* dv,
-                                            float* workspace, int b, int hq, int hkv, int nq, int nk, int d,
-                                            float scale, int causal, void* stream) {
+int course_flash_attention_mma_backward_f16(const void* q, const void* k, const void* v, const void* o, const void* d_o,
+                                            const float* lse, void* dq, void* dk, void* dv, float* workspace, int b,
+                                            int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                            void* stream) {
 #ifdef BENCH_HAVE_09_fp16_mma_backward
   return guarded_backward([&] {
-    flash_attention_mma_backward(cptr<__half>(q), cptr<__half>(k), cptr<__half>(v), cptr<__half>(o),
-                                 cptr<__half>(d_o), lse, mptr<__half>(dq), mptr<__half>(dk), mptr<__half>(dv),
-                                 workspace, backward_params(b, hq, hkv, nq, nk, d, scale, causal),
+    flash_attention_mma_backward(cptr<__half>(q), cptr<__half>(k), cptr<__half>(v), cptr<__half>(o), cptr<__half>(d_o),
+                                 lse, mptr<__half>(dq), mptr<__half>(dk), mptr<__half>(dv), workspace,
+                                 backward_params(b, hq, hkv, nq, nk, d, scale, causal),
                                  static_cast<cudaStream_t>(stream));
   });
 #else
@@ -170,10 +165,9 @@ int course_flash_attention_mma_backward_bf16(const void* q, const void* k, const
 #ifdef BENCH_HAVE_09_fp16_mma_backward
   return guarded_backward([&] {
     using T = __nv_bfloat16;
-    flash_attention_mma_backward(cptr<T>(q), cptr<T>(k), cptr<T>(v), cptr<T>(o), cptr<T>(d_o), lse, mptr<T>(dq),
-                                 mptr<T>(dk), mptr<T>(dv), workspace,
-                                 backward_params(b, hq, hkv, nq, nk, d, scale, causal),
-                                 static_cast<cudaStream_t>(stream));
+    flash_attention_mma_backward(
+        cptr<T>(q), cptr<T>(k), cptr<T>(v), cptr<T>(o), cptr<T>(d_o), lse, mptr<T>(dq), mptr<T>(dk), mptr<T>(dv),
+        workspace, backward_params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)d_o, (void)lse, (void)dq, (void)dk, (void)dv, (void)workspace;
@@ -207,12 +201,12 @@ uint64_t course_flash_backward_workspace_bytes(int b, int hq, int hkv, int nq, i
 }
 
 int course_flash_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
-                          const float* lse, float* dq, float* dk, float* dv, float* workspace, int b, int hq,
-                          int hkv, int nq, int nk, int d, float scale, int causal, void* stream) {
+                          const float* lse, float* dq, float* dk, float* dv, float* workspace, int b, int hq, int hkv,
+                          int nq, int nk, int d, float scale, int causal, void* stream) {
 #ifdef BENCH_HAVE_05_flash_backward
   return guarded_backward([&] {
-    flash_backward(q, k, v, o, d_o, lse, dq, dk, dv, workspace,
-                   backward_params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+    flash_backward(q, k, v, o, d_o, lse, dq, dk, dv, workspace, backward_params(b, hq, hkv, nq, nk, d, scale, causal),
+                   static_cast<cudaStream_t>(stream));
   });
 #else
   (void)q, (void)k, (void)v, (void)o, (void)d_o, (void)lse, (void)dq, (void)dk, (void)dv, (void)workspace;

@@ -61,8 +61,7 @@ __global__ void masked_softmax_rows(float* s, int64_t rows, int nq, int nk, bool
     for (int j = threadIdx.x; j < visible; j += blockDim.x) l += __expf(row[j] - m);
     l = block_reduce(l, false, scratch);
     const float inv_l = visible > 0 ? 1.f / l : 0.f;  // no visible key: the row is all zeros
-    for (int j = threadIdx.x; j < nk; j += blockDim.x)
-      row[j] = j < visible ? __expf(row[j] - m) * inv_l : 0.f;
+    for (int j = threadIdx.x; j < nk; j += blockDim.x) row[j] = j < visible ? __expf(row[j] - m) * inv_l : 0.f;
   }
 }
 
@@ -110,17 +109,15 @@ void cublas_attention(const float* q, const float* k, const float* v, float* o, 
   const float scale = p.softmax_scale(), one = 1.f, zero = 0.f;
   // cuBLAS is column-major: a row-major [R, C] matrix is a column-major [C, R] one. So the
   // row-major S[g_nq, nk] = Q·Kᵀ is computed as the column-major Sᵀ[nk, g_nq] = K·Qᵀ.
-  CUBLAS_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, nk, g_nq, d, &scale, k, d,
-                                         int64_t(nk) * d, q, d, int64_t(g_nq) * d, &zero, ws, nk,
-                                         int64_t(g_nq) * nk, batch));
+  CUBLAS_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, nk, g_nq, d, &scale, k, d, int64_t(nk) * d, q, d,
+                                         int64_t(g_nq) * d, &zero, ws, nk, int64_t(g_nq) * nk, batch));
   const int64_t rows = int64_t(batch) * g_nq;
   const int blocks = int(rows < 65535 * 8 ? rows : 65535 * 8);
   masked_softmax_rows<<<blocks, kSoftmaxThreads, 0, stream>>>(ws, rows, p.seq_q, nk, p.causal);
   CUDA_CHECK_LAUNCH();
   // Row-major O[g_nq, d] = P·V is the column-major Oᵀ[d, g_nq] = Vᵀ·Pᵀ.
-  CUBLAS_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, d, g_nq, nk, &one, v, d,
-                                         int64_t(nk) * d, ws, nk, int64_t(g_nq) * nk, &zero, o, d,
-                                         int64_t(g_nq) * d, batch));
+  CUBLAS_CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, d, g_nq, nk, &one, v, d, int64_t(nk) * d, ws, nk,
+                                         int64_t(g_nq) * nk, &zero, o, d, int64_t(g_nq) * d, batch));
 }
 
 }  // namespace bench

@@ -40,24 +40,21 @@ FamilyDef make_family() {
   };
   f.validation_key = [](const Shape& s) {
     std::ostringstream o;
-    o << "h" << s.paged.heads_q << "kv" << s.paged.heads_kv << "d" << s.paged.head_dim << "bs"
-      << s.paged.block_size;
+    o << "h" << s.paged.heads_q << "kv" << s.paged.heads_kv << "d" << s.paged.head_dim << "bs" << s.paged.block_size;
     return o.str();
   };
-  f.flops = [](const Shape& s) {
-    return 4.0 * s.paged.batch * s.paged.heads_q * double(s.context) * s.paged.head_dim;
-  };
+  f.flops = [](const Shape& s) { return 4.0 * s.paged.batch * s.paged.heads_q * double(s.context) * s.paged.head_dim; };
   f.bytes = decode_bytes;
   return f;
 }
 
-void check_decode(const DecodeLaunch& launch, const DecodeWorkspace& ws_bytes, const Shape& s,
-                  Check& c, cudaStream_t st) {
+void check_decode(const DecodeLaunch& launch, const DecodeWorkspace& ws_bytes, const Shape& s, Check& c,
+                  cudaStream_t st) {
   const auto& bp = s.paged;
   // Partial last blocks; no spare table column, so max_blocks_per_seq is what the longest needs.
-  const course::PagedCache pc = course::build_paged_cache(
-      {1, bp.block_size + 1, 300}, bp.heads_q, bp.heads_kv, bp.head_dim, bp.block_size,
-      seed_for("decode_cache", 0), /*spare_columns=*/0);
+  const course::PagedCache pc =
+      course::build_paged_cache({1, bp.block_size + 1, 300}, bp.heads_q, bp.heads_kv, bp.head_dim, bp.block_size,
+                                seed_for("decode_cache", 0), /*spare_columns=*/0);
   const course::PagedParams& p = pc.p;
   const auto q = course::random_normal(p.q_elems(), seed_for("decode_q", 0));
   course::DeviceBuffer<float> dq(q), dk(pc.k), dv(pc.v);
@@ -69,8 +66,9 @@ void check_decode(const DecodeLaunch& launch, const DecodeWorkspace& ws_bytes, c
   std::ostringstream what;
   what << "context_lens={1," << p.block_size + 1 << ",300} hq=" << p.heads_q << " hkv=" << p.heads_kv
        << " d=" << p.head_dim << " bs=" << p.block_size;
-  merge(c, course::check_device_output(dout, course::ref::paged_decode_attention(q, pc.k, pc.v, pc.table, pc.lens, p),
-                                       course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", p.head_dim}}),
+  merge(c,
+        course::check_device_output(dout, course::ref::paged_decode_attention(q, pc.k, pc.v, pc.table, pc.lens, p),
+                                    course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", p.head_dim}}),
         what.str());
 }
 
@@ -93,9 +91,8 @@ Shape decode_shape(int b, int h, int kv, int ctx, int d, int bs) {
   std::ostringstream o;
   o << "b" << b << "_h" << h << "_kv" << kv << "_ctx" << ctx << "_d" << d << "_bs" << bs;
   s.name = o.str();
-  s.csv = {{"batch", std::to_string(b)},     {"heads_q", std::to_string(h)},
-           {"heads_kv", std::to_string(kv)}, {"head_dim", std::to_string(d)},
-           {"context", std::to_string(ctx)}, {"block_size", std::to_string(bs)}};
+  s.csv = {{"batch", std::to_string(b)},    {"heads_q", std::to_string(h)},   {"heads_kv", std::to_string(kv)},
+           {"head_dim", std::to_string(d)}, {"context", std::to_string(ctx)}, {"block_size", std::to_string(bs)}};
   return s;
 }
 
@@ -115,8 +112,7 @@ Kernel decode_kernel(std::string exercise, std::string launcher, int order, Deco
     return sizeof(float) * double(2 * p.cache_elems() + 2 * p.q_elems()) +
            (workspace_bytes ? double(workspace_bytes(p)) : 0.0);
   };
-  k.time = [launch, workspace_bytes](const Shape& s, cudaStream_t st, const TimingConfig& cfg,
-                                     L2Flusher& fl) {
+  k.time = [launch, workspace_bytes](const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl) {
     const auto& p = s.paged;
     // Blocks scattered through the pool, as after a while of serving; the permutation is
     // fixed so runs are comparable.
@@ -127,9 +123,8 @@ Kernel decode_kernel(std::string exercise, std::string launcher, int order, Deco
     auto kc = filled(p.cache_elems(), 3, st), vc = filled(p.cache_elems(), 4, st);
     course::DeviceBuffer<float> ws(workspace_bytes ? (workspace_bytes(p) + 3) / 4 + 1 : 1);
     inputs_ready();  // the table and lengths were uploaded from pageable memory
-    return timed([&] {
-      launch(q.data(), kc.data(), vc.data(), dt.data(), dl.data(), o.data(), ws.data(), p, st);
-    }, st, cfg, fl);
+    return timed([&] { launch(q.data(), kc.data(), vc.data(), dt.data(), dl.data(), o.data(), ws.data(), p, st); }, st,
+                 cfg, fl);
   };
   return k;
 }

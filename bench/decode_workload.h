@@ -12,9 +12,8 @@
 namespace bench {
 
 using DecodeLaunch = std::function<void(const float* q, const float* k_cache, const float* v_cache,
-                                        const int32_t* block_table, const int32_t* context_lens,
-                                        float* o, float* workspace, const course::PagedParams& p,
-                                        cudaStream_t stream)>;
+                                        const int32_t* block_table, const int32_t* context_lens, float* o,
+                                        float* workspace, const course::PagedParams& p, cudaStream_t stream)>;
 using DecodeWorkspace = std::function<size_t(const course::PagedParams& p)>;
 
 // Registers the family "decode" (idempotent; decode_kernel calls it too).

@@ -42,11 +42,9 @@ void fill_uniform(float* x, int64_t n, uint64_t seed, float lo, float hi, cudaSt
   CUDA_CHECK_LAUNCH();
 }
 
-void fill_uniform_half(uint16_t* x, int64_t n, uint64_t seed, float lo, float hi,
-                       cudaStream_t stream) {
+void fill_uniform_half(uint16_t* x, int64_t n, uint64_t seed, float lo, float hi, cudaStream_t stream) {
   if (n <= 0) return;
-  fill_half_kernel<<<grid_for(n), 256, 0, stream>>>(reinterpret_cast<__half*>(x), n, seed, lo,
-                                                    hi - lo);
+  fill_half_kernel<<<grid_for(n), 256, 0, stream>>>(reinterpret_cast<__half*>(x), n, seed, lo, hi - lo);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -13,7 +13,6 @@ namespace bench {
 
 void fill_uniform(float* x, int64_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);
 // fp16 values as raw bits (the roof GEMM's inputs).
-void fill_uniform_half(uint16_t* x, int64_t n, uint64_t seed, float lo, float hi,
-                       cudaStream_t stream);
+void fill_uniform_half(uint16_t* x, int64_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);
 
 }  // namespace bench

@@ -52,8 +52,8 @@ Shape backward16_shape(int b, int h, int nq, int nk, int d, bool causal, bool bf
   if (nk != nq) o << "_nk" << nk;
   o << "_d" << d << (causal ? "_causal" : "") << (bf16 ? "_bf16" : "_fp16");
   s.name = o.str();
-  s.csv = {{"batch", std::to_string(b)},  {"heads_q", std::to_string(h)}, {"heads_kv", std::to_string(h)},
-           {"seq_q", std::to_string(nq)}, {"seq_k", std::to_string(nk)},  {"head_dim", std::to_string(d)},
+  s.csv = {{"batch", std::to_string(b)},   {"heads_q", std::to_string(h)},   {"heads_kv", std::to_string(h)},
+           {"seq_q", std::to_string(nq)},  {"seq_k", std::to_string(nk)},    {"head_dim", std::to_string(d)},
            {"causal", causal ? "1" : "0"}, {"dtype", bf16 ? "bf16" : "fp16"}};
   return s;
 }
@@ -176,10 +176,12 @@ void check_backward16(const Shape& s, Check& c, cudaStream_t st) {
       const std::vector<float>& ref;
       const course::Dims& dims;
     };
-    for (const Grad& g : {Grad{"dQ", dq, ref.dq, q_dims}, Grad{"dK", dk, ref.dk, kv_dims}, Grad{"dV", dv, ref.dv, kv_dims}}) {
+    for (const Grad& g :
+         {Grad{"dQ", dq, ref.dq, q_dims}, Grad{"dK", dk, ref.dk, kv_dims}, Grad{"dV", dv, ref.dv, kv_dims}}) {
       const double r = rms(g.ref);
-      const course::Tolerance tol{ty.atol_rms * std::max(r, floor), ty.rtol, r > 0.0 ? ty.rel_l2 : INFINITY,
-                                  bf16 ? "bf16 gradient (atol relative to rms(ref))" : "fp16 gradient (atol relative to rms(ref))"};
+      const course::Tolerance tol{
+          ty.atol_rms * std::max(r, floor), ty.rtol, r > 0.0 ? ty.rel_l2 : INFINITY,
+          bf16 ? "bf16 gradient (atol relative to rms(ref))" : "fp16 gradient (atol relative to rms(ref))"};
       merge(c, course::compare(ty.decode(g.out.download()), g.ref, g.dims, tol, g.out.guard_damage()),
             what.str() + ", " + g.name);
     }

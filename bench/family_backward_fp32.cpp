@@ -44,8 +44,8 @@ Shape backward_shape(int b, int h, int kv, int nq, int nk, int d, bool causal) {
   if (nk != nq) o << "_nk" << nk;
   o << "_d" << d << (causal ? "_causal" : "");
   s.name = o.str();
-  s.csv = {{"batch", std::to_string(b)},    {"heads_q", std::to_string(h)}, {"heads_kv", std::to_string(kv)},
-           {"seq_q", std::to_string(nq)},   {"seq_k", std::to_string(nk)},  {"head_dim", std::to_string(d)},
+  s.csv = {{"batch", std::to_string(b)},  {"heads_q", std::to_string(h)}, {"heads_kv", std::to_string(kv)},
+           {"seq_q", std::to_string(nq)}, {"seq_k", std::to_string(nk)},  {"head_dim", std::to_string(d)},
            {"causal", causal ? "1" : "0"}};
   return s;
 }
@@ -67,7 +67,9 @@ double backward_bytes(const Shape& s) {
 FamilyDef backward_family() {
   FamilyDef f;
   f.name = kFamily;
-  f.title = "attention backward, fp32 (FLOPs = 2.5 × 4·B·Hq·Nq·Nk·D, halved when causal; bytes = Q K V O dO L read, dQ dK dV written)";
+  f.title =
+      "attention backward, fp32 (FLOPs = 2.5 × 4·B·Hq·Nq·Nk·D, halved when causal; bytes = Q K V O dO L read, dQ dK dV "
+      "written)";
   f.order = 550;
   f.compute_bound = true;
   f.shape_syntax = "backward_fp32:b=4,h=32,kv=8,n=4096,nk=4096,d=64,causal";
@@ -134,9 +136,7 @@ Kernel backward_kernel() {
   k.family = kFamily;
   k.order = 10;
   k.validate = check_backward;
-  k.device_bytes = [](const Shape& s) {
-    return backward_bytes(s) + double(flash_backward_workspace_bytes(s.attn));
-  };
+  k.device_bytes = [](const Shape& s) { return backward_bytes(s) + double(flash_backward_workspace_bytes(s.attn)); };
   k.time = [](const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl) {
     const AttentionParams& p = s.attn;
     auto q = filled(p.q_elems(), 1, st), kk = filled(p.kv_elems(), 2, st), v = filled(p.kv_elems(), 3, st);

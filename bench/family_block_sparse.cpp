@@ -50,8 +50,8 @@ Shape sparse_shape(int b, int h, int n, int d, int per_row) {
   s.name = o.str();
   std::ostringstream dens;
   dens << density;
-  s.csv = {{"batch", std::to_string(b)},   {"heads_q", std::to_string(h)}, {"seq_q", std::to_string(n)},
-           {"seq_k", std::to_string(n)},   {"head_dim", std::to_string(d)}, {"random_per_row", std::to_string(per_row)},
+  s.csv = {{"batch", std::to_string(b)}, {"heads_q", std::to_string(h)},  {"seq_q", std::to_string(n)},
+           {"seq_k", std::to_string(n)}, {"head_dim", std::to_string(d)}, {"random_per_row", std::to_string(per_row)},
            {"density", dens.str()}};
   return s;
 }
@@ -71,8 +71,7 @@ double listed_pairs(const AttentionParams& p, const BlockSparseLayout& l) {
 
 double sparse_flops(const Shape& s) {
   const auto& p = s.attn;
-  return 4.0 * p.head_dim * double(p.batch) * p.heads_q *
-         listed_pairs(p, layout_of(p, int(s.extra.at("per_row"))));
+  return 4.0 * p.head_dim * double(p.batch) * p.heads_q * listed_pairs(p, layout_of(p, int(s.extra.at("per_row"))));
 }
 
 double sparse_bytes(const Shape& s) { return 4.0 * double(2 * s.attn.q_elems() + 2 * s.attn.kv_elems()); }
@@ -80,7 +79,8 @@ double sparse_bytes(const Shape& s) { return 4.0 * double(2 * s.attn.q_elems() +
 FamilyDef sparse_family() {
   FamilyDef f;
   f.name = kFamily;
-  f.title = "block-sparse (BigBird) vs the tuned dense kernel (FLOPs = 4·D per query-key pair in a LISTED block, both rows)";
+  f.title =
+      "block-sparse (BigBird) vs the tuned dense kernel (FLOPs = 4·D per query-key pair in a LISTED block, both rows)";
   f.order = 730;
   f.compute_bound = true;
   f.shape_syntax = "block_sparse:b=2,h=16,n=8192,d=128,per_row=8";
@@ -114,11 +114,12 @@ void check_sparse(Launch launch, bool dense, const Shape& s, Check& c, cudaStrea
   auto out = output_buffer(size_t(p.o_elems()));
   inputs_ready();
   launch(dq.data(), dk.data(), dv.data(), out.data(), p, l, rp.data(), ci.data(), st);
-  merge(c,
-        course::check_device_output(
-            out, dense ? course::ref::attention(q, k, v, p) : course::ref::block_sparse_attention(q, k, v, p, l),
-            course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}}, course::Tolerance::fp32()),
-        dense ? "dense 203 x 203" : "BigBird 203 x 203");
+  merge(
+      c,
+      course::check_device_output(
+          out, dense ? course::ref::attention(q, k, v, p) : course::ref::block_sparse_attention(q, k, v, p, l),
+          course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}}, course::Tolerance::fp32()),
+      dense ? "dense 203 x 203" : "BigBird 203 x 203");
 }
 
 // Every kernel of this family, adapted to the block-sparse signature (the dense one ignores the
@@ -149,18 +150,18 @@ Kernel sparse_kernel(std::string exercise, std::string launcher, int order, Spar
 bool register_all() {
   add_family(sparse_family());
 #if defined(BENCH_HAVE_01_flash_tuned)
-  add_kernel(sparse_kernel("01_flash_tuned", "flash_attention_tuned", 10,
-                           [](const float* q, const float* k, const float* v, float* o, const AttentionParams& p,
-                              const BlockSparseLayout&, const int32_t*, const int32_t*,
-                              cudaStream_t s) { flash_attention_tuned(q, k, v, o, p, s); },
-                           true));
+  add_kernel(sparse_kernel(
+      "01_flash_tuned", "flash_attention_tuned", 10,
+      [](const float* q, const float* k, const float* v, float* o, const AttentionParams& p, const BlockSparseLayout&,
+         const int32_t*, const int32_t*, cudaStream_t s) { flash_attention_tuned(q, k, v, o, p, s); },
+      true));
 #endif
 #if defined(BENCH_HAVE_03_block_sparse)
-  add_kernel(sparse_kernel("03_block_sparse", "block_sparse_attention", 20,
-                           [](const float* q, const float* k, const float* v, float* o, const AttentionParams& p,
-                              const BlockSparseLayout& l, const int32_t* rp, const int32_t* ci,
-                              cudaStream_t s) { block_sparse_attention(q, k, v, o, p, l, rp, ci, s); },
-                           false));
+  add_kernel(sparse_kernel(
+      "03_block_sparse", "block_sparse_attention", 20,
+      [](const float* q, const float* k, const float* v, float* o, const AttentionParams& p, const BlockSparseLayout& l,
+         const int32_t* rp, const int32_t* ci, cudaStream_t s) { block_sparse_attention(q, k, v, o, p, l, rp, ci, s); },
+      false));
 #endif
   return true;
 }

@@ -12,10 +12,10 @@ namespace {
 bool register_all() {
   register_decode_family();
 #ifdef BENCH_HAVE_04_paged_attention
-  add_kernel(decode_kernel("04_paged_attention", "paged_attention", 10,
-                           [](const float* q, const float* kc, const float* vc, const int32_t* bt,
-                              const int32_t* cl, float* o, float*, const course::PagedParams& p,
-                              cudaStream_t s) { paged_attention(q, kc, vc, bt, cl, o, p, s); }));
+  add_kernel(decode_kernel(
+      "04_paged_attention", "paged_attention", 10,
+      [](const float* q, const float* kc, const float* vc, const int32_t* bt, const int32_t* cl, float* o, float*,
+         const course::PagedParams& p, cudaStream_t s) { paged_attention(q, kc, vc, bt, cl, o, p, s); }));
 #endif
   return true;
 }

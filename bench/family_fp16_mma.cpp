@@ -138,9 +138,8 @@ course::DeviceBuffer<uint16_t> filled16(int64_t n, uint64_t seed, cudaStream_t s
 // only_sm: the one architecture the kernel is built for (10_hopper_wgmma: 90, sm_90a), 0 for any;
 // on another GPU the shape is reported as outside the kernel's contract, with the test main's
 // own reason (common/gpu_probe.h).
-Kernel kernel16(const Type16& ty, const char* family, int order, Launch16 launch,
-                const char* exercise = "05_fp16_mma", const char* launcher = "flash_attention_mma",
-                int only_sm = 0) {
+Kernel kernel16(const Type16& ty, const char* family, int order, Launch16 launch, const char* exercise = "05_fp16_mma",
+                const char* launcher = "flash_attention_mma", int only_sm = 0) {
   Kernel k;
   k.exercise = exercise;
   k.launcher = launcher;
@@ -170,8 +169,10 @@ void wgmma16(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* 
   const T* tq = reinterpret_cast<const T*>(q);
   const T* tk = reinterpret_cast<const T*>(k);
   const T* tv = reinterpret_cast<const T*>(v);
-  if (kStep == WgmmaStep::kPingPong) flash_attention_wgmma(tq, tk, tv, reinterpret_cast<T*>(o), p, s);
-  else flash_attention_wgmma_step(kStep, tq, tk, tv, reinterpret_cast<T*>(o), p, s);
+  if (kStep == WgmmaStep::kPingPong)
+    flash_attention_wgmma(tq, tk, tv, reinterpret_cast<T*>(o), p, s);
+  else
+    flash_attention_wgmma_step(kStep, tq, tk, tv, reinterpret_cast<T*>(o), p, s);
 }
 #endif
 
@@ -179,18 +180,17 @@ bool register_all() {
   add_family(bf16_family());
 #ifdef BENCH_HAVE_05_fp16_mma
   add_kernel(kernel16(kFp16, kFp16Family, 30,
-                      [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o,
-                         const AttentionParams& p, cudaStream_t s) {
+                      [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+                         cudaStream_t s) {
                         flash_attention_mma(reinterpret_cast<const __half*>(q), reinterpret_cast<const __half*>(k),
                                             reinterpret_cast<const __half*>(v), reinterpret_cast<__half*>(o), p, s);
                       }));
   add_kernel(kernel16(kBf16, kBf16Family, 30,
-                      [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o,
-                         const AttentionParams& p, cudaStream_t s) {
-                        flash_attention_mma(reinterpret_cast<const __nv_bfloat16*>(q),
-                                            reinterpret_cast<const __nv_bfloat16*>(k),
-                                            reinterpret_cast<const __nv_bfloat16*>(v),
-                                            reinterpret_cast<__nv_bfloat16*>(o), p, s);
+                      [](const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o, const AttentionParams& p,
+                         cudaStream_t s) {
+                        flash_attention_mma(
+                            reinterpret_cast<const __nv_bfloat16*>(q), reinterpret_cast<const __nv_bfloat16*>(k),
+                            reinterpret_cast<const __nv_bfloat16*>(v), reinterpret_cast<__nv_bfloat16*>(o), p, s);
                       }));
 #endif
 #ifdef BENCH_HAVE_10_hopper_wgmma

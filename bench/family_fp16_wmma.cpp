@@ -61,7 +61,8 @@ double fp16_bytes(const Shape& s) {
 FamilyDef make_family() {
   FamilyDef f;
   f.name = kFamily;
-  f.title = "prefill attention, fp16 on tensor cores vs the tuned fp32 kernel (FLOPs = 4·B·Hq·Nq·Nk·D, halved when causal)";
+  f.title =
+      "prefill attention, fp16 on tensor cores vs the tuned fp32 kernel (FLOPs = 4·B·Hq·Nq·Nk·D, halved when causal)";
   f.order = 740;
   f.compute_bound = true;
   f.shape_syntax = "prefill_fp16:b=1,h=16,n=4096,nk=4096,d=128,causal";
@@ -97,7 +98,8 @@ void check_fp16(HalfLaunch launch, const Shape& s, Check& c, cudaStream_t st) {
     const auto q = course::round_to_half(course::random_normal(p.q_elems(), seed_for("fp16_q", nqk[0])));
     const auto k = course::round_to_half(course::random_normal(p.kv_elems(), seed_for("fp16_k", nqk[0])));
     const auto v = course::round_to_half(course::random_normal(p.kv_elems(), seed_for("fp16_v", nqk[0])));
-    course::DeviceBuffer<uint16_t> dq(course::to_half_bits(q)), dk(course::to_half_bits(k)), dv(course::to_half_bits(v));
+    course::DeviceBuffer<uint16_t> dq(course::to_half_bits(q)), dk(course::to_half_bits(k)),
+        dv(course::to_half_bits(v));
     course::DeviceBuffer<uint16_t> dout(size_t(p.o_elems()));
     dout.poison();
     inputs_ready();
@@ -140,10 +142,10 @@ bool register_all() {
 #if defined(BENCH_HAVE_01_flash_tuned)
   // The fp32 reference point: the prefill family's entry for the same launcher, run on this
   // family's shapes (its check and timing read only Shape::attn).
-  Kernel fp32 = prefill_kernel(
-      "01_flash_tuned", "flash_attention_tuned", 10, {},
-      [](const float* q, const float* k, const float* v, float* o, float*, const AttentionParams& p,
-         cudaStream_t s) { flash_attention_tuned(q, k, v, o, p, s); });
+  Kernel fp32 =
+      prefill_kernel("01_flash_tuned", "flash_attention_tuned", 10, {},
+                     [](const float* q, const float* k, const float* v, float* o, float*, const AttentionParams& p,
+                        cudaStream_t s) { flash_attention_tuned(q, k, v, o, p, s); });
   fp32.family = kFamily;
   add_kernel(fp32);
 #endif

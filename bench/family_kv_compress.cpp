@@ -71,10 +71,9 @@ Shape kv_shape(int b, int h, int kv, int ctx, int d, int bs, int keep, int windo
   if (keep > 0) o << "_keep" << keep << "_w" << window;
   o << "_d" << d << "_bs" << bs;
   s.name = o.str();
-  s.csv = {{"batch", std::to_string(b)},     {"heads_q", std::to_string(h)},
-           {"heads_kv", std::to_string(kv)}, {"head_dim", std::to_string(d)},
-           {"context", std::to_string(ctx)}, {"block_size", std::to_string(bs)},
-           {"keep", std::to_string(keep)},   {"window", std::to_string(window)}};
+  s.csv = {{"batch", std::to_string(b)},    {"heads_q", std::to_string(h)},    {"heads_kv", std::to_string(kv)},
+           {"head_dim", std::to_string(d)}, {"context", std::to_string(ctx)},  {"block_size", std::to_string(bs)},
+           {"keep", std::to_string(keep)},  {"window", std::to_string(window)}};
   return s;
 }
 
@@ -159,8 +158,9 @@ void check_compress(const Shape& s, Check& c, cudaStream_t st) {
   if (!is_compress(s)) throw std::invalid_argument("kv_compress: a decode row (keep=0) is 06's");
   KvCompressParams kc = compress_params(s);
   kc.budget = std::max(64, 2 * kc.window);  // a small problem with the shape's heads, D, block size and window
-  const course::PagedCache pc0 = course::build_paged_cache({1, 40, 300, 1000}, s.paged.heads_q, s.paged.heads_kv,
-                                                           s.paged.head_dim, s.paged.block_size, seed_for("kvc_cache", 0));
+  const course::PagedCache pc0 =
+      course::build_paged_cache({1, 40, 300, 1000}, s.paged.heads_q, s.paged.heads_kv, s.paged.head_dim,
+                                s.paged.block_size, seed_for("kvc_cache", 0));
   const course::PagedParams& p = pc0.p;
   const auto k = course::round_to_half(pc0.k), v = course::round_to_half(pc0.v);
   const auto q = course::round_to_half(
@@ -170,15 +170,16 @@ void check_compress(const Shape& s, Check& c, cudaStream_t st) {
   const course::PagedParams op = kv_compress_out_params(p, kc);
   const int ob = op.max_blocks_per_seq;
   course::DeviceBuffer<uint16_t> ko(size_t(op.cache_elems())), vo(size_t(op.cache_elems()));
-  course::DeviceBuffer<int32_t> ot(size_t(p.batch) * ob), ol(size_t(p.batch)), kept(size_t(p.batch) * p.heads_kv * kc.budget);
+  course::DeviceBuffer<int32_t> ot(size_t(p.batch) * ob), ol(size_t(p.batch)),
+      kept(size_t(p.batch) * p.heads_kv * kc.budget);
   course::DeviceBuffer<float> ws(kv_compress_workspace_bytes(p, kc) / sizeof(float) + 1);
   ko.poison();
   vo.poison();
   kept.poison();
   ws.poison();
   inputs_ready();
-  kv_compress(as_half(dq), as_half(dk), as_half(dv), dt.data(), dl.data(), as_half(ko), as_half(vo), ot.data(), ol.data(),
-              kept.data(), ws.data(), p, kc, st);
+  kv_compress(as_half(dq), as_half(dk), as_half(dv), dt.data(), dl.data(), as_half(ko), as_half(vo), ot.data(),
+              ol.data(), kept.data(), ws.data(), p, kc, st);
   CUDA_CHECK(cudaStreamSynchronize(st));
   CUDA_CHECK(cudaGetLastError());
   const auto g_kept = kept.download(), g_lens = ol.download(), g_table = ot.download();
@@ -207,8 +208,10 @@ void check_compress(const Shape& s, Check& c, cudaStream_t st) {
       std::vector<char> is_kept(size_t(len), 0);
       bool shape_ok = true;
       for (int r = 0; r < n; ++r) {
-        if (row[r] < 0 || row[r] >= len || (r > 0 && row[r] <= row[r - 1])) shape_ok = false;
-        else is_kept[size_t(row[r])] = 1;
+        if (row[r] < 0 || row[r] >= len || (r > 0 && row[r] <= row[r - 1]))
+          shape_ok = false;
+        else
+          is_kept[size_t(row[r])] = 1;
       }
       if (!shape_ok) {
         fail(c, at.str() + ", KV head " + std::to_string(hk) + ": kept_indices not ascending in [0, L)");
@@ -221,11 +224,13 @@ void check_compress(const Shape& s, Check& c, cudaStream_t st) {
           if (always && !is_kept[size_t(t)]) fail(c, at.str() + ": a sink or recent token was dropped");
           if (always) continue;
           const double sc = pooled[(size_t(b) * p.heads_kv + hk) * T + t];
-          if (is_kept[size_t(t)]) kept_min = std::min(kept_min, sc);
-          else drop_max = std::max(drop_max, sc);
+          if (is_kept[size_t(t)])
+            kept_min = std::min(kept_min, sc);
+          else
+            drop_max = std::max(drop_max, sc);
         }
-        const double tol = 1e-4 * std::max(std::fabs(kept_min), std::fabs(drop_max)) +
-                           1e-7 * p.group_size() * kc.window;
+        const double tol =
+            1e-4 * std::max(std::fabs(kept_min), std::fabs(drop_max)) + 1e-7 * p.group_size() * kc.window;
         if (drop_max > kept_min + tol)
           fail(c, at.str() + ", KV head " + std::to_string(hk) + ": a dropped candidate scores above a kept one");
       }
@@ -279,9 +284,12 @@ Kernel compress_kernel() {
     course::DeviceBuffer<int32_t> kept(size_t(p.batch) * p.heads_kv * c.budget);
     course::DeviceBuffer<float> ws(kv_compress_workspace_bytes(p, c) / sizeof(float) + 1);
     inputs_ready();
-    return timed([&] { kv_compress(as_half(q), as_half(kc), as_half(vc), dt.data(), dl.data(), as_half(ko), as_half(vo),
-                                   ot.data(), ol.data(), kept.data(), ws.data(), p, c, st); },
-                 st, cfg, fl);
+    return timed(
+        [&] {
+          kv_compress(as_half(q), as_half(kc), as_half(vc), dt.data(), dl.data(), as_half(ko), as_half(vo), ot.data(),
+                      ol.data(), kept.data(), ws.data(), p, c, st);
+        },
+        st, cfg, fl);
   };
   return k;
 }
@@ -306,8 +314,8 @@ void check_decode(const Shape& s, Check& c, cudaStream_t st) {
   dout.poison();
   inputs_ready();
   split_kv_decode(reinterpret_cast<const __half*>(dq.data()), reinterpret_cast<const __half*>(dk.data()),
-                  reinterpret_cast<const __half*>(dv.data()), dt.data(), dl.data(), reinterpret_cast<__half*>(dout.data()),
-                  ws.data(), p, st);
+                  reinterpret_cast<const __half*>(dv.data()), dt.data(), dl.data(),
+                  reinterpret_cast<__half*>(dout.data()), ws.data(), p, st);
   merge(c,
         course::check_device_output(dout, course::ref::paged_decode_attention(q, k, v, pc.table, pc.lens, p),
                                     course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", p.head_dim}},
@@ -337,10 +345,13 @@ Kernel decode_kernel() {
     auto kc = half_filled(p.cache_elems(), 3, st), vc = half_filled(p.cache_elems(), 4, st);
     course::DeviceBuffer<float> ws(split_kv_decode_workspace_bytes(p) / sizeof(float) + 1);
     inputs_ready();
-    return timed([&] { split_kv_decode(reinterpret_cast<const __half*>(q.data()), reinterpret_cast<const __half*>(kc.data()),
-                                       reinterpret_cast<const __half*>(vc.data()), dt.data(), dl.data(),
-                                       reinterpret_cast<__half*>(o.data()), ws.data(), p, st); },
-                 st, cfg, fl);
+    return timed(
+        [&] {
+          split_kv_decode(reinterpret_cast<const __half*>(q.data()), reinterpret_cast<const __half*>(kc.data()),
+                          reinterpret_cast<const __half*>(vc.data()), dt.data(), dl.data(),
+                          reinterpret_cast<__half*>(o.data()), ws.data(), p, st);
+        },
+        st, cfg, fl);
   };
   return k;
 }

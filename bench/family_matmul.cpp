@@ -68,8 +68,9 @@ FamilyDef matmul_family() {
     auto dc = output_buffer(size_t(m) * n);
     inputs_ready();
     fn(da.data(), db.data(), dc.data(), m, n, kk, st);
-    merge(c, course::check_device_output(dc, course::ref::matmul_abt(a, b, m, n, kk),
-                                         course::Dims{{"r", m}, {"c", n}}, course::Tolerance::fp32_sum(kk)),
+    merge(c,
+          course::check_device_output(dc, course::ref::matmul_abt(a, b, m, n, kk), course::Dims{{"r", m}, {"c", n}},
+                                      course::Tolerance::fp32_sum(kk)),
           "m=67 n=129 k=" + std::to_string(kk));
   };
   k.device_bytes = matmul_bytes;

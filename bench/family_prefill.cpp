@@ -36,28 +36,25 @@ bool register_all() {
       [](const AttentionParams& p) { return naive_attention_workspace_bytes(p); }));
 #endif
 #ifdef BENCH_WITH_BASELINE
-  Kernel base = prefill_kernel("baseline", "cublas_attention", 20, {"mha"}, cublas_attention,
-                               cublas_attention_workspace_bytes);
+  Kernel base =
+      prefill_kernel("baseline", "cublas_attention", 20, {"mha"}, cublas_attention, cublas_attention_workspace_bytes);
   base.baseline = true;
   add_kernel(base);
 #endif
 #ifdef BENCH_HAVE_02_flash_attention
-  add_kernel(prefill_kernel(
-      "02_flash_attention", "flash_attention", 30, {"mha"},
-      [](const float* q, const float* k, const float* v, float* o, float*, const AttentionParams& p,
-         cudaStream_t s) { flash_attention(q, k, v, o, p, s); }));
+  add_kernel(prefill_kernel("02_flash_attention", "flash_attention", 30, {"mha"},
+                            [](const float* q, const float* k, const float* v, float* o, float*,
+                               const AttentionParams& p, cudaStream_t s) { flash_attention(q, k, v, o, p, s); }));
 #endif
 #ifdef BENCH_HAVE_01_flash_tuned
-  add_kernel(prefill_kernel(
-      "01_flash_tuned", "flash_attention_tuned", 40, {"mha", "gqa"},
-      [](const float* q, const float* k, const float* v, float* o, float*, const AttentionParams& p,
-         cudaStream_t s) { flash_attention_tuned(q, k, v, o, p, s); }));
+  add_kernel(prefill_kernel("01_flash_tuned", "flash_attention_tuned", 40, {"mha", "gqa"},
+                            [](const float* q, const float* k, const float* v, float* o, float*,
+                               const AttentionParams& p, cudaStream_t s) { flash_attention_tuned(q, k, v, o, p, s); }));
 #endif
 #ifdef BENCH_HAVE_03_gqa_attention
-  add_kernel(prefill_kernel(
-      "03_gqa_attention", "gqa_attention", 50, {"gqa"},
-      [](const float* q, const float* k, const float* v, float* o, float*, const AttentionParams& p,
-         cudaStream_t s) { gqa_attention(q, k, v, o, p, s); }));
+  add_kernel(prefill_kernel("03_gqa_attention", "gqa_attention", 50, {"gqa"},
+                            [](const float* q, const float* k, const float* v, float* o, float*,
+                               const AttentionParams& p, cudaStream_t s) { gqa_attention(q, k, v, o, p, s); }));
 #endif
   return true;
 }

@@ -12,8 +12,7 @@
 namespace bench {
 namespace {
 
-using RowReduceFn = void (*)(const float* x, float* row_max, float* row_sum, int rows, int cols,
-                             cudaStream_t);
+using RowReduceFn = void (*)(const float* x, float* row_max, float* row_sum, int rows, int cols, cudaStream_t);
 
 double reduce_bytes(const Shape& s) {
   return sizeof(float) * (double(s.rows) * s.cols + 2.0 * s.rows);  // x; max, sum
@@ -51,8 +50,9 @@ FamilyDef reduce_family() {
     const std::string what = "rows=7 cols=" + std::to_string(cols);
     merge(c, course::check_device_output(dmax, course::ref::row_max(x, rows, cols), course::Dims{{"r", rows}}),
           what + " row_max");
-    merge(c, course::check_device_output(dsum, course::ref::row_sum(x, rows, cols), course::Dims{{"r", rows}},
-                                         course::Tolerance::fp32_sum(cols)),
+    merge(c,
+          course::check_device_output(dsum, course::ref::row_sum(x, rows, cols), course::Dims{{"r", rows}},
+                                      course::Tolerance::fp32_sum(cols)),
           what + " row_sum");
   };
   k.device_bytes = reduce_bytes;

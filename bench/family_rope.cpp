@@ -51,8 +51,8 @@ Shape rope_shape(int b, int hq, int hkv, int n, int d, bool gptj, bool bf16, boo
     << (yarn ? "_yarn" : "") << (bf16 ? "_bf16" : "_fp16");
   if (pos0) o << "_pos" << pos0;
   s.name = o.str();
-  s.csv = {{"batch", std::to_string(b)},   {"heads_q", std::to_string(hq)}, {"heads_kv", std::to_string(hkv)},
-           {"seq_q", std::to_string(n)},   {"head_dim", std::to_string(d)}, {"layout", gptj ? "gptj" : "neox"},
+  s.csv = {{"batch", std::to_string(b)},     {"heads_q", std::to_string(hq)}, {"heads_kv", std::to_string(hkv)},
+           {"seq_q", std::to_string(n)},     {"head_dim", std::to_string(d)}, {"layout", gptj ? "gptj" : "neox"},
            {"dtype", bf16 ? "bf16" : "fp16"}};
   return s;
 }
@@ -90,8 +90,8 @@ FamilyDef make_family() {
   };
   f.validation_key = [](const Shape& s) {
     std::ostringstream o;
-    o << "h" << s.attn.heads_q << "kv" << s.attn.heads_kv << "d" << s.attn.head_dim << "g" << s.extra.at("gptj")
-      << "b" << s.extra.at("bf16") << "y" << s.extra.at("yarn");
+    o << "h" << s.attn.heads_q << "kv" << s.attn.heads_kv << "d" << s.attn.head_dim << "g" << s.extra.at("gptj") << "b"
+      << s.extra.at("bf16") << "y" << s.extra.at("yarn");
     return o.str();
   };
   f.flops = [](const Shape&) { return 0.0; };  // bandwidth kernel: GB/s and % of copy
@@ -130,9 +130,11 @@ RopeParams params_of(const Shape& s) {
 
 course::ref::RopeSpec spec_of(const RopeParams& p) {
   course::ref::RopeSpec r;
-  r.layout = p.layout == RopeLayout::kGptj ? course::ref::RopeSpec::Layout::kGptj : course::ref::RopeSpec::Layout::kNeox;
+  r.layout =
+      p.layout == RopeLayout::kGptj ? course::ref::RopeSpec::Layout::kGptj : course::ref::RopeSpec::Layout::kNeox;
   r.base = p.base;
-  r.scaling = p.scaling == RopeScaling::kYarn ? course::ref::RopeSpec::Scaling::kYarn : course::ref::RopeSpec::Scaling::kNone;
+  r.scaling =
+      p.scaling == RopeScaling::kYarn ? course::ref::RopeSpec::Scaling::kYarn : course::ref::RopeSpec::Scaling::kNone;
   r.factor = p.factor;
   r.original_max_position = p.original_max_position;
   r.beta_fast = p.beta_fast;
@@ -173,12 +175,14 @@ void check_rope(const Shape& s, Check& c, cudaStream_t st) {
   what << (bf16 ? "bf16" : "fp16") << " b=2 n=37 hq=" << p.heads_q << " hkv=" << p.heads_kv << " d=" << p.head_dim
        << (p.layout == RopeLayout::kGptj ? " gptj" : " neox") << " positions 1e5..1e6";
   merge(c,
-        course::compare(decode(dqo.download()), course::ref::rope(q, pos, p.batch, p.heads_q, p.seq_len, p.head_dim, spec),
+        course::compare(decode(dqo.download()),
+                        course::ref::rope(q, pos, p.batch, p.heads_q, p.seq_len, p.head_dim, spec),
                         course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"n", p.seq_len}, {"d", p.head_dim}}, tol,
                         dqo.guard_damage()),
         what.str() + " q_out");
   merge(c,
-        course::compare(decode(dko.download()), course::ref::rope(k, pos, p.batch, p.heads_kv, p.seq_len, p.head_dim, spec),
+        course::compare(decode(dko.download()),
+                        course::ref::rope(k, pos, p.batch, p.heads_kv, p.seq_len, p.head_dim, spec),
                         course::Dims{{"b", p.batch}, {"h", p.heads_kv}, {"n", p.seq_len}, {"d", p.head_dim}}, tol,
                         dko.guard_damage()),
         what.str() + " k_out");

@@ -54,9 +54,14 @@ Shape window_shape(int b, int h, int kv, int nq, int nk, int d, int w) {
   if (nk != nq) o << "_nk" << nk;
   o << "_d" << d << "_w" << w;
   s.name = o.str();
-  s.csv = {{"batch", std::to_string(b)},    {"heads_q", std::to_string(h)},  {"heads_kv", std::to_string(kv)},
-           {"seq_q", std::to_string(nq)},   {"seq_k", std::to_string(nk)},   {"head_dim", std::to_string(d)},
-           {"causal", "1"},                 {"window", std::to_string(w)}};
+  s.csv = {{"batch", std::to_string(b)},
+           {"heads_q", std::to_string(h)},
+           {"heads_kv", std::to_string(kv)},
+           {"seq_q", std::to_string(nq)},
+           {"seq_k", std::to_string(nk)},
+           {"head_dim", std::to_string(d)},
+           {"causal", "1"},
+           {"window", std::to_string(w)}};
   return s;
 }
 
@@ -82,7 +87,8 @@ double window_bytes(const Shape& s) { return 4.0 * double(2 * s.attn.q_elems() +
 FamilyDef window_family() {
   FamilyDef f;
   f.name = kWindow;
-  f.title = "sliding-window prefill vs the tuned dense causal kernel (FLOPs = 4·D per VISIBLE query-key pair, both rows)";
+  f.title =
+      "sliding-window prefill vs the tuned dense causal kernel (FLOPs = 4·D per VISIBLE query-key pair, both rows)";
   f.order = 720;
   f.compute_bound = true;
   f.shape_syntax = "sliding_window:b=1,h=16,kv=16,n=16384,nk=16384,d=128,w=4096";
@@ -111,8 +117,8 @@ FamilyDef window_family() {
 // band really is narrower than the keys); `dense_causal` compares against plain causal (01).
 void check_window(PrefillFn fn, bool dense_causal, const Shape& s, Check& c, cudaStream_t st) {
   for (int nq : {203, 67}) {
-    AttentionParams p = AttentionParams::make(2, 2 * s.attn.group_size(), 2, nq, 203, s.attn.head_dim, true,
-                                              dense_causal ? -1 : 37);
+    AttentionParams p =
+        AttentionParams::make(2, 2 * s.attn.group_size(), 2, nq, 203, s.attn.head_dim, true, dense_causal ? -1 : 37);
     const auto q = course::random_normal(p.q_elems(), seed_for("window_q", nq));
     const auto k = course::random_normal(p.kv_elems(), seed_for("window_k", nq));
     const auto v = course::random_normal(p.kv_elems(), seed_for("window_v", nq));
@@ -136,7 +142,9 @@ Kernel window_kernel(std::string exercise, std::string launcher, int order, Pref
   k.launcher = std::move(launcher);
   k.family = kWindow;
   k.order = order;
-  k.validate = [fn, dense_causal](const Shape& s, Check& c, cudaStream_t st) { check_window(fn, dense_causal, s, c, st); };
+  k.validate = [fn, dense_causal](const Shape& s, Check& c, cudaStream_t st) {
+    check_window(fn, dense_causal, s, c, st);
+  };
   k.device_bytes = window_bytes;
   k.time = [fn, dense_causal](const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl) {
     AttentionParams p = s.attn;
@@ -171,8 +179,8 @@ Shape ring_shape(int b, int h, int kv, int d, int w, int context) {
   std::ostringstream o;
   o << "b" << b << "_h" << h << "_kv" << kv << "_d" << d << "_w" << w << "_ctx" << context;
   s.name = o.str();
-  s.csv = {{"batch", std::to_string(b)},     {"heads_q", std::to_string(h)}, {"heads_kv", std::to_string(kv)},
-           {"head_dim", std::to_string(d)},  {"window", std::to_string(w)},  {"context", std::to_string(context)}};
+  s.csv = {{"batch", std::to_string(b)},    {"heads_q", std::to_string(h)}, {"heads_kv", std::to_string(kv)},
+           {"head_dim", std::to_string(d)}, {"window", std::to_string(w)},  {"context", std::to_string(context)}};
   return s;
 }
 
@@ -269,16 +277,20 @@ bool register_all() {
   add_family(window_family());
   add_family(ring_family());
 #if defined(BENCH_HAVE_01_flash_tuned)
-  add_kernel(window_kernel("01_flash_tuned", "flash_attention_tuned", 10,
-                           [](const float* q, const float* k, const float* v, float* o, const AttentionParams& p,
-                              cudaStream_t s) { flash_attention_tuned(q, k, v, o, p, s); },
-                           true));
+  add_kernel(window_kernel(
+      "01_flash_tuned", "flash_attention_tuned", 10,
+      [](const float* q, const float* k, const float* v, float* o, const AttentionParams& p, cudaStream_t s) {
+        flash_attention_tuned(q, k, v, o, p, s);
+      },
+      true));
 #endif
 #if defined(BENCH_HAVE_02_sliding_window)
-  add_kernel(window_kernel("02_sliding_window", "sliding_window_attention", 20,
-                           [](const float* q, const float* k, const float* v, float* o, const AttentionParams& p,
-                              cudaStream_t s) { sliding_window_attention(q, k, v, o, p, s); },
-                           false));
+  add_kernel(window_kernel(
+      "02_sliding_window", "sliding_window_attention", 20,
+      [](const float* q, const float* k, const float* v, float* o, const AttentionParams& p, cudaStream_t s) {
+        sliding_window_attention(q, k, v, o, p, s);
+      },
+      false));
   add_kernel(ring_kernel());
 #endif
   return true;

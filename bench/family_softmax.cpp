@@ -45,8 +45,9 @@ FamilyDef softmax_family() {
     auto dy = output_buffer(x.size());
     inputs_ready();
     fn(dx.data(), dy.data(), rows, cols, st);
-    merge(c, course::check_device_output(dy, course::ref::softmax_rows(x, rows, cols),
-                                         course::Dims{{"r", rows}, {"c", cols}}),
+    merge(c,
+          course::check_device_output(dy, course::ref::softmax_rows(x, rows, cols),
+                                      course::Dims{{"r", rows}, {"c", cols}}),
           "rows=7 cols=" + std::to_string(cols));
   };
   k.device_bytes = softmax_bytes;
@@ -60,14 +61,12 @@ FamilyDef softmax_family() {
 bool register_all() {
   add_family(softmax_family());
 #ifdef BENCH_HAVE_04_softmax
-  add_kernel(softmax_kernel("04_softmax", "softmax_safe", 10,
-                            [](const float* x, float* y, int rows, int cols, cudaStream_t s) {
-                              softmax_safe(x, y, rows, cols, s);
-                            }));
-  add_kernel(softmax_kernel("04_softmax", "softmax_online", 20,
-                            [](const float* x, float* y, int rows, int cols, cudaStream_t s) {
-                              softmax_online(x, y, rows, cols, s);
-                            }));
+  add_kernel(softmax_kernel(
+      "04_softmax", "softmax_safe", 10,
+      [](const float* x, float* y, int rows, int cols, cudaStream_t s) { softmax_safe(x, y, rows, cols, s); }));
+  add_kernel(softmax_kernel(
+      "04_softmax", "softmax_online", 20,
+      [](const float* x, float* y, int rows, int cols, cudaStream_t s) { softmax_online(x, y, rows, cols, s); }));
 #endif
   return true;
 }

@@ -35,8 +35,8 @@ constexpr const char* kFamily = "decode_fp16";
 // A decode launcher over fp16 passed as raw bits (uint16_t), with its workspace query;
 // num_splits 0 is the launcher's own choice.
 using HalfDecode = void (*)(const uint16_t* q, const uint16_t* k_cache, const uint16_t* v_cache,
-                            const int32_t* block_table, const int32_t* context_lens, uint16_t* o,
-                            float* workspace, const course::PagedParams& p, cudaStream_t stream, int num_splits);
+                            const int32_t* block_table, const int32_t* context_lens, uint16_t* o, float* workspace,
+                            const course::PagedParams& p, cudaStream_t stream, int num_splits);
 using HalfWorkspace = size_t (*)(const course::PagedParams& p, int num_splits);
 
 // splits 0: the launcher's choice; a positive count forces it (the trade-off of "Choosing split
@@ -58,9 +58,12 @@ Shape fp16_decode_shape(int b, int h, int kv, int ctx, int d, int bs, int splits
   if (splits > 0) o << "_splits" << splits;
   s.name = o.str();
   s.extra["splits"] = splits;
-  s.csv = {{"batch", std::to_string(b)},     {"heads_q", std::to_string(h)},
-           {"heads_kv", std::to_string(kv)}, {"head_dim", std::to_string(d)},
-           {"context", std::to_string(ctx)}, {"block_size", std::to_string(bs)},
+  s.csv = {{"batch", std::to_string(b)},
+           {"heads_q", std::to_string(h)},
+           {"heads_kv", std::to_string(kv)},
+           {"head_dim", std::to_string(d)},
+           {"context", std::to_string(ctx)},
+           {"block_size", std::to_string(bs)},
            {"splits", splits > 0 ? std::to_string(splits) : "auto"}};
   return s;
 }
@@ -156,8 +159,9 @@ Kernel fp16_decode_kernel(std::string exercise, std::string launcher, int order,
     auto kc = half_filled(p.cache_elems(), 3, st), vc = half_filled(p.cache_elems(), 4, st);
     course::DeviceBuffer<float> ws(ws_bytes(p, splits) / sizeof(float) + 1);
     inputs_ready();
-    return timed([&] { launch(q.data(), kc.data(), vc.data(), dt.data(), dl.data(), o.data(), ws.data(), p, st, splits); },
-                 st, cfg, fl);
+    return timed(
+        [&] { launch(q.data(), kc.data(), vc.data(), dt.data(), dl.data(), o.data(), ws.data(), p, st, splits); }, st,
+        cfg, fl);
   };
   return k;
 }

@@ -255,8 +255,8 @@ Kernel streams_kernel(const std::string& launcher, int order, bool pinned, bool 
     for (int64_t i = 0; i < n; ++i) h.x()[i] = float(i % 2048) * (1.f / 1024.f) - 1.f;  // values do not matter
     auto dx = filled(n, 1, st), dy = filled(n, 2, st);
     inputs_ready();
-    const Measurement m = timed([&] { streamed_map(h.x(), h.y(), dx.data(), dy.data(), n, chunks, streams, st); },
-                                st, cfg, fl);
+    const Measurement m =
+        timed([&] { streamed_map(h.x(), h.y(), dx.data(), dy.data(), n, chunks, streams, st); }, st, cfg, fl);
     if (pinned && many) {
       StreamTimeline serial, overlapped;
       streamed_map(h.x(), h.y(), dx.data(), dy.data(), n, chunks, 1, st, &serial);

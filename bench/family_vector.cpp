@@ -65,10 +65,9 @@ FamilyDef vector_family() {
 bool register_all() {
   add_family(vector_family());
 #ifdef BENCH_HAVE_01_vector_add
-  add_kernel(vector_kernel("01_vector_add", "vector_add", 10,
-                           [](const float* a, const float* b, float* c, int64_t n, cudaStream_t s) {
-                             vector_add(a, b, c, n, s);
-                           }));
+  add_kernel(vector_kernel(
+      "01_vector_add", "vector_add", 10,
+      [](const float* a, const float* b, float* c, int64_t n, cudaStream_t s) { vector_add(a, b, c, n, s); }));
 #endif
   return true;
 }

@@ -40,24 +40,25 @@ std::string shape_syntaxes() {
 
 std::string usage() {
   return std::string(
-    "usage: bench [options]\n"
-    "  --list                 list the kernels in this binary and the default shapes, then exit\n"
-    "  --kernel K             only kernels whose exercise id, launcher or family is K\n"
-    "                         (repeatable; e.g. 02_flash_attention, flash_attention_tuned, prefill)\n"
-    "  --shape S              only grid shapes whose name contains S (e.g. n4096, causal, ctx16384),\n"
-    "                         or a shape of your own (repeatable):\n"
-    "                         ") + shape_syntaxes() + "\n" +
-    "  --csv FILE             also write every row (and the roofs) as CSV (for make plot)\n"
-    "  --markdown FILE        also write the tables as markdown (for docs/performance.md)\n"
-    "  --compare FILE         print this binary's results next to another's CSV (make compare)\n"
-    "  --reps N               timed runs per measurement (default 20; median reported)\n"
-    "  --warmup N             untimed runs first (default 3)\n"
-    "  --budget S             seconds per measurement before reps are trimmed (default 8, min 5 reps)\n"
-    "  --quadratic-max-n N    skip kernels with an N×N workspace above N in the grid (default 4096)\n"
-    "  --full                 no such skip (needs ~17 GB free for N = 8192)\n"
-    "  --no-flush             do not flush L2 between runs (to see what caching hides)\n"
-    "  --no-roofs             skip measuring the copy and GEMM roofs\n"
-    "  --quiet                no progress lines on stderr\n";
+             "usage: bench [options]\n"
+             "  --list                 list the kernels in this binary and the default shapes, then exit\n"
+             "  --kernel K             only kernels whose exercise id, launcher or family is K\n"
+             "                         (repeatable; e.g. 02_flash_attention, flash_attention_tuned, prefill)\n"
+             "  --shape S              only grid shapes whose name contains S (e.g. n4096, causal, ctx16384),\n"
+             "                         or a shape of your own (repeatable):\n"
+             "                         ") +
+         shape_syntaxes() + "\n" +
+         "  --csv FILE             also write every row (and the roofs) as CSV (for make plot)\n"
+         "  --markdown FILE        also write the tables as markdown (for docs/performance.md)\n"
+         "  --compare FILE         print this binary's results next to another's CSV (make compare)\n"
+         "  --reps N               timed runs per measurement (default 20; median reported)\n"
+         "  --warmup N             untimed runs first (default 3)\n"
+         "  --budget S             seconds per measurement before reps are trimmed (default 8, min 5 reps)\n"
+         "  --quadratic-max-n N    skip kernels with an N×N workspace above N in the grid (default 4096)\n"
+         "  --full                 no such skip (needs ~17 GB free for N = 8192)\n"
+         "  --no-flush             do not flush L2 between runs (to see what caching hides)\n"
+         "  --no-roofs             skip measuring the copy and GEMM roofs\n"
+         "  --quiet                no progress lines on stderr\n";
 }
 
 struct Options {
@@ -74,9 +75,7 @@ int int_arg(const std::string& flag, const char* v) {
     const int x = std::stoi(v);
     if (x < 1) throw std::out_of_range("");
     return x;
-  } catch (const std::exception&) {
-    throw std::invalid_argument(flag + " needs a positive integer, got '" + v + "'");
-  }
+  } catch (const std::exception&) { throw std::invalid_argument(flag + " needs a positive integer, got '" + v + "'"); }
 }
 
 Options parse(int argc, char** argv) {
@@ -87,27 +86,43 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--list") o.list = true;
-    else if (a == "--kernel") o.kernels.push_back(value());
+    if (a == "--list")
+      o.list = true;
+    else if (a == "--kernel")
+      o.kernels.push_back(value());
     else if (a == "--shape") {
       const std::string s = value();
-      if (s.find(':') != std::string::npos) o.custom_shapes.push_back(parse_shape(s));
-      else o.shape_filters.push_back(s);
-    } else if (a == "--csv") o.csv = value();
-    else if (a == "--markdown") o.markdown = value();
-    else if (a == "--compare") o.compare = value();
-    else if (a == "--reps") o.timing.reps = int_arg(a, value());
-    else if (a == "--warmup") o.timing.warmup = int_arg(a, value());
-    else if (a == "--budget") o.timing.budget_s = int_arg(a, value());
-    else if (a == "--quadratic-max-n") o.quadratic_max_n = int_arg(a, value());
-    else if (a == "--full") o.full = true;
-    else if (a == "--no-flush") o.timing.flush_l2 = false;
-    else if (a == "--no-roofs") o.roofs = false;
-    else if (a == "--quiet") o.quiet = true;
+      if (s.find(':') != std::string::npos)
+        o.custom_shapes.push_back(parse_shape(s));
+      else
+        o.shape_filters.push_back(s);
+    } else if (a == "--csv")
+      o.csv = value();
+    else if (a == "--markdown")
+      o.markdown = value();
+    else if (a == "--compare")
+      o.compare = value();
+    else if (a == "--reps")
+      o.timing.reps = int_arg(a, value());
+    else if (a == "--warmup")
+      o.timing.warmup = int_arg(a, value());
+    else if (a == "--budget")
+      o.timing.budget_s = int_arg(a, value());
+    else if (a == "--quadratic-max-n")
+      o.quadratic_max_n = int_arg(a, value());
+    else if (a == "--full")
+      o.full = true;
+    else if (a == "--no-flush")
+      o.timing.flush_l2 = false;
+    else if (a == "--no-roofs")
+      o.roofs = false;
+    else if (a == "--quiet")
+      o.quiet = true;
     else if (a == "-h" || a == "--help") {
       std::cout << usage();
       std::exit(0);
-    } else throw std::invalid_argument("unknown option '" + a + "'");
+    } else
+      throw std::invalid_argument("unknown option '" + a + "'");
   }
   return o;
 }
@@ -150,8 +165,7 @@ Check validate(const Kernel& k, const Shape& s, cudaStream_t stream) {
   static std::map<std::string, Check> cache;
   // The family is part of the key: one launcher may sit in two families (the tuned fp32 kernel
   // is the reference point of the fp16 table) with checks of their own.
-  const std::string key =
-      s.family + "|" + k.exercise + "|" + k.launcher + "|" + family(s.family).validation_key(s);
+  const std::string key = s.family + "|" + k.exercise + "|" + k.launcher + "|" + family(s.family).validation_key(s);
   const auto hit = cache.find(key);
   if (hit != cache.end()) return hit->second;
   Check c;
@@ -182,8 +196,7 @@ struct RunOutcome {
   std::string note;  // why it was not timed, or what to know about the number
 };
 
-RunOutcome run_timed(const Kernel& k, const Shape& s, cudaStream_t st, const TimingConfig& cfg,
-                     L2Flusher& fl) {
+RunOutcome run_timed(const Kernel& k, const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl) {
   RunOutcome out;
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -220,8 +233,8 @@ std::string describe_device() {
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   char buf[128];
-  std::snprintf(buf, sizeof buf, " (sm_%d%d, %d SMs, %.0f MB L2, %.0f GiB)", prop.major,
-                prop.minor, sms, l2 / 1e6, prop.totalGlobalMem / double(1 << 30));
+  std::snprintf(buf, sizeof buf, " (sm_%d%d, %d SMs, %.0f MB L2, %.0f GiB)", prop.major, prop.minor, sms, l2 / 1e6,
+                prop.totalGlobalMem / double(1 << 30));
   return std::string(prop.name) + buf;
 }
 
@@ -230,8 +243,8 @@ std::string describe_cuda() {
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&drv);
   char buf[128];
-  std::snprintf(buf, sizeof buf, "runtime %d.%d, driver supports %d.%d", rt / 1000, (rt % 1000) / 10,
-                drv / 1000, (drv % 1000) / 10);
+  std::snprintf(buf, sizeof buf, "runtime %d.%d, driver supports %d.%d", rt / 1000, (rt % 1000) / 10, drv / 1000,
+                (drv % 1000) / 10);
   return buf;
 }
 
@@ -243,8 +256,7 @@ int run(const Options& o, const std::string& command) {
 
   if (o.list) {
     std::cout << "kernels in this binary (" << BENCH_IMPL << "):\n";
-    for (const auto& k : all)
-      std::cout << "  " << k.exercise << "  [" << k.launcher << ", " << k.family << "]\n";
+    for (const auto& k : all) std::cout << "  " << k.exercise << "  [" << k.launcher << ", " << k.family << "]\n";
     if (all.empty()) std::cout << "  (none: no exercise library was found at configure time)\n";
     std::cout << "default shapes:\n";
     for (const FamilyDef& f : families())
@@ -267,10 +279,9 @@ int run(const Options& o, const std::string& command) {
   info.cuda = describe_cuda();
   info.date = now_utc();
   info.command = command;
-  std::cout << "bench (" << BENCH_IMPL << ") on " << info.device << ", CUDA " << info.cuda << ", "
-            << info.date << "\n";
-  std::cout << "timing: median of " << o.timing.reps << " runs after " << o.timing.warmup
-            << " warm-up, L2 " << (o.timing.flush_l2 ? "flushed" : "NOT flushed")
+  std::cout << "bench (" << BENCH_IMPL << ") on " << info.device << ", CUDA " << info.cuda << ", " << info.date << "\n";
+  std::cout << "timing: median of " << o.timing.reps << " runs after " << o.timing.warmup << " warm-up, L2 "
+            << (o.timing.flush_l2 ? "flushed" : "NOT flushed")
             << " before each run; every kernel checked against the CPU reference first\n"
             << std::flush;
 
@@ -304,8 +315,8 @@ int run(const Options& o, const std::string& command) {
           char gb[32];
           std::snprintf(gb, sizeof gb, "%.0f", k.device_bytes(s) / 1e9);
           r.check.status = Check::kSkipped;
-          r.note = std::string("skipped: N×N workspace of ") + gb + " GB at N > " +
-                   std::to_string(o.quadratic_max_n) + " (--full runs it)";
+          r.note = std::string("skipped: N×N workspace of ") + gb + " GB at N > " + std::to_string(o.quadratic_max_n) +
+                   " (--full runs it)";
           results.push_back(r);
           continue;
         }
@@ -314,11 +325,10 @@ int run(const Options& o, const std::string& command) {
           if (r.check.status != Check::kUnsupported) any_wrong = true;
           r.note = r.check.status == Check::kUnsupported ? "unsupported: " + r.check.detail
                                                          : "not timed: failed the reference check";
-          if (reported.insert(k.exercise + k.launcher + r.check.detail).second &&
-              r.check.status != Check::kUnsupported)
-            std::cerr << "\n" << k.exercise << " (" << k.launcher << ", " << BENCH_IMPL
-                      << ") does not match the CPU reference on a small " << f.name
-                      << " shape like " << s.name << ":\n"
+          if (reported.insert(k.exercise + k.launcher + r.check.detail).second && r.check.status != Check::kUnsupported)
+            std::cerr << "\n"
+                      << k.exercise << " (" << k.launcher << ", " << BENCH_IMPL
+                      << ") does not match the CPU reference on a small " << f.name << " shape like " << s.name << ":\n"
                       << r.check.detail << "\n";
           results.push_back(r);
           continue;
@@ -338,8 +348,7 @@ int run(const Options& o, const std::string& command) {
 
   if (!o.compare.empty()) {
     std::cout << "\nyour kernels (" << o.compare << ") next to the solution, same shapes and inputs:\n"
-              << compare_text(results, o.compare)
-              << "yours / solution: above 1 means yours is slower.\n";
+              << compare_text(results, o.compare) << "yours / solution: above 1 means yours is slower.\n";
   } else {
     std::cout << "\n" << results_text(results, info);
   }

@@ -47,8 +47,8 @@ FamilyDef make_family() {
   };
   f.parse = [](ShapeSpec& spec) {
     const int h = int(spec.take("h", 32)), n = int(spec.take("n", 1024));
-    return prefill_shape(int(spec.take("b", 1)), h, int(spec.take("kv", h)), n,
-                         int(spec.take("nk", n)), int(spec.take("d", 64)), spec.flag("causal"));
+    return prefill_shape(int(spec.take("b", 1)), h, int(spec.take("kv", h)), n, int(spec.take("nk", n)),
+                         int(spec.take("d", 64)), spec.flag("causal"));
   };
   f.validation_key = [](const Shape& s) {
     std::ostringstream o;
@@ -60,8 +60,8 @@ FamilyDef make_family() {
   return f;
 }
 
-void check_prefill(const PrefillLaunch& launch, const PrefillWorkspace& ws_bytes, const Shape& s,
-                   Check& c, cudaStream_t st) {
+void check_prefill(const PrefillLaunch& launch, const PrefillWorkspace& ws_bytes, const Shape& s, Check& c,
+                   cudaStream_t st) {
   const int g = s.attn.group_size();
   for (auto nqk : {std::array<int, 2>{203, 203}, std::array<int, 2>{67, 203}}) {
     course::AttentionParams p = s.attn;
@@ -79,11 +79,13 @@ void check_prefill(const PrefillLaunch& launch, const PrefillWorkspace& ws_bytes
     inputs_ready();
     launch(dq.data(), dk.data(), dv.data(), dout.data(), ws.data(), p, st);
     std::ostringstream what;
-    what << "b=2 hq=" << p.heads_q << " hkv=2 nq=" << p.seq_q << " nk=" << p.seq_k
-         << " d=" << p.head_dim << (p.causal ? " causal" : "");
-    merge(c, course::check_device_output(dout, course::ref::attention(q, k, v, p),
-                                         course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}}),
-          what.str());
+    what << "b=2 hq=" << p.heads_q << " hkv=2 nq=" << p.seq_q << " nk=" << p.seq_k << " d=" << p.head_dim
+         << (p.causal ? " causal" : "");
+    merge(
+        c,
+        course::check_device_output(dout, course::ref::attention(q, k, v, p),
+                                    course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}}),
+        what.str());
   }
 }
 
@@ -108,16 +110,14 @@ Shape prefill_shape(int b, int h, int kv, int nq, int nk, int d, bool causal) {
   if (nk != nq) o << "_nk" << nk;
   o << "_d" << d << (causal ? "_causal" : "");
   s.name = o.str();
-  s.csv = {{"batch", std::to_string(b)},    {"heads_q", std::to_string(h)},
-           {"heads_kv", std::to_string(kv)}, {"seq_q", std::to_string(nq)},
-           {"seq_k", std::to_string(nk)},    {"head_dim", std::to_string(d)},
+  s.csv = {{"batch", std::to_string(b)},  {"heads_q", std::to_string(h)}, {"heads_kv", std::to_string(kv)},
+           {"seq_q", std::to_string(nq)}, {"seq_k", std::to_string(nk)},  {"head_dim", std::to_string(d)},
            {"causal", causal ? "1" : "0"}};
   return s;
 }
 
-Kernel prefill_kernel(std::string exercise, std::string launcher, int order,
-                      std::vector<std::string> tags, PrefillLaunch launch,
-                      PrefillWorkspace workspace_bytes) {
+Kernel prefill_kernel(std::string exercise, std::string launcher, int order, std::vector<std::string> tags,
+                      PrefillLaunch launch, PrefillWorkspace workspace_bytes) {
   register_prefill_family();
   Kernel k;
   k.exercise = std::move(exercise);
@@ -132,8 +132,7 @@ Kernel prefill_kernel(std::string exercise, std::string launcher, int order,
   k.device_bytes = [workspace_bytes](const Shape& s) {
     return prefill_bytes(s) + (workspace_bytes ? double(workspace_bytes(s.attn)) : 0.0);
   };
-  k.time = [launch, workspace_bytes](const Shape& s, cudaStream_t st, const TimingConfig& cfg,
-                                     L2Flusher& fl) {
+  k.time = [launch, workspace_bytes](const Shape& s, cudaStream_t st, const TimingConfig& cfg, L2Flusher& fl) {
     const auto& p = s.attn;
     auto q = filled(p.q_elems(), 1, st), kk = filled(p.kv_elems(), 2, st);
     auto v = filled(p.kv_elems(), 3, st), o = filled(p.o_elems(), 4, st);

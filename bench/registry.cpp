@@ -31,11 +31,16 @@ std::string all_syntaxes() {
 
 std::string Check::label() const {
   switch (status) {
-    case kOk: return "ok";
-    case kFail: return "FAIL";
-    case kUnsupported: return "unsupported";
-    case kError: return "ERROR";
-    case kSkipped: return "-";
+    case kOk:
+      return "ok";
+    case kFail:
+      return "FAIL";
+    case kUnsupported:
+      return "unsupported";
+    case kError:
+      return "ERROR";
+    case kSkipped:
+      return "-";
   }
   return "?";
 }
@@ -53,9 +58,7 @@ ShapeSpec::ShapeSpec(const std::string& body) {
     long long val = 0;
     try {
       val = std::stoll(item.substr(eq + 1));
-    } catch (const std::exception&) {
-      throw std::invalid_argument("bad number in '" + item + "'");
-    }
+    } catch (const std::exception&) { throw std::invalid_argument("bad number in '" + item + "'"); }
     if (val <= 0) throw std::invalid_argument("'" + item + "' must be positive");
     values_[item.substr(0, eq)] = val;
   }
@@ -95,8 +98,7 @@ bool add_kernel(Kernel k) {
 
 std::vector<FamilyDef> families() {
   auto fs = registry().families;
-  std::stable_sort(fs.begin(), fs.end(),
-                   [](const FamilyDef& a, const FamilyDef& b) { return a.order < b.order; });
+  std::stable_sort(fs.begin(), fs.end(), [](const FamilyDef& a, const FamilyDef& b) { return a.order < b.order; });
   return fs;
 }
 
@@ -117,8 +119,7 @@ std::vector<Kernel> kernels() {
 
 Shape parse_shape(const std::string& spec) {
   const auto colon = spec.find(':');
-  if (colon == std::string::npos)
-    throw std::invalid_argument("bad shape '" + spec + "'; " + all_syntaxes());
+  if (colon == std::string::npos) throw std::invalid_argument("bad shape '" + spec + "'; " + all_syntaxes());
   const FamilyDef& f = family(spec.substr(0, colon));
   try {
     ShapeSpec body(spec.substr(colon + 1));

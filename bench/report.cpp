@@ -76,10 +76,9 @@ Table family_table(const std::vector<Result>& rs, const FamilyDef& f, const RunI
 
 std::string roofs_line(const RunInfo& info) {
   if (!info.have_roofs) return "roofs: not measured (--no-roofs)";
-  return "roofs measured in this run: copy " + fmt(info.roofs.copy_gbs, 0) +
-         " GB/s (read + write), cuBLAS fp32 GEMM " + fmt(info.roofs.sgemm_tflops, 1) +
-         " TFLOP/s, cuBLAS fp16 GEMM (fp32 accumulate) " + fmt(info.roofs.hgemm_tflops, 1) +
-         " TFLOP/s";
+  return "roofs measured in this run: copy " + fmt(info.roofs.copy_gbs, 0) + " GB/s (read + write), cuBLAS fp32 GEMM " +
+         fmt(info.roofs.sgemm_tflops, 1) + " TFLOP/s, cuBLAS fp16 GEMM (fp32 accumulate) " +
+         fmt(info.roofs.hgemm_tflops, 1) + " TFLOP/s";
 }
 
 }  // namespace
@@ -97,8 +96,8 @@ std::string results_text(const std::vector<Result>& rs, const RunInfo& info) {
 
 std::string results_markdown(const std::vector<Result>& rs, const RunInfo& info) {
   std::ostringstream o;
-  o << "- device: " << info.device << "\n- CUDA: " << info.cuda << "\n- date: " << info.date
-    << "\n- command: `" << info.command << "`\n- " << roofs_line(info) << "\n";
+  o << "- device: " << info.device << "\n- CUDA: " << info.cuda << "\n- date: " << info.date << "\n- command: `"
+    << info.command << "`\n- " << roofs_line(info) << "\n";
   for (const FamilyDef& f : families()) {
     const Table t = family_table(rs, f, info);
     if (t.empty()) continue;
@@ -114,19 +113,18 @@ void write_csv(const std::string& path, const std::vector<Result>& rs, const Run
   // the launchers of one exercise. The shape columns are the ones the families fill
   // (Shape::csv): the known ones first, in a fixed order, then any a newer family adds.
   std::vector<std::string> cols = {"impl", "kernel", "launcher", "family", "shape"};
-  const std::vector<std::string> known = {"batch", "heads_q", "heads_kv", "seq_q", "seq_k", "head_dim",
-                                          "causal", "context", "block_size", "n", "m", "k", "rows", "cols"};
+  const std::vector<std::string> known = {"batch",   "heads_q",    "heads_kv", "seq_q", "seq_k", "head_dim", "causal",
+                                          "context", "block_size", "n",        "m",     "k",     "rows",     "cols"};
   cols.insert(cols.end(), known.begin(), known.end());
   for (const auto& r : rs)
     for (const auto& kv : r.shape.csv)
       if (std::find(cols.begin(), cols.end(), kv.first) == cols.end()) cols.push_back(kv.first);
-  for (const char* c : {"check", "rel_l2", "median_ms", "min_ms", "reps", "flops", "bytes", "tflops",
-                        "gbs", "pct_sgemm", "pct_hgemm", "pct_copy", "device", "note"})
+  for (const char* c : {"check", "rel_l2", "median_ms", "min_ms", "reps", "flops", "bytes", "tflops", "gbs",
+                        "pct_sgemm", "pct_hgemm", "pct_copy", "device", "note"})
     cols.push_back(c);
   auto emit = [&](std::map<std::string, std::string> row) {
     row["device"] = info.device;
-    for (size_t i = 0; i < cols.size(); ++i)
-      out << (i ? "," : "") << csv_field(row.count(cols[i]) ? row[cols[i]] : "");
+    for (size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << csv_field(row.count(cols[i]) ? row[cols[i]] : "");
     out << "\n";
   };
   auto num = [](double v) {
@@ -140,18 +138,27 @@ void write_csv(const std::string& path, const std::vector<Result>& rs, const Run
   if (info.have_roofs) {
     // The roofs travel with the data, so the plots need nothing but this file.
     emit({{"impl", "roof"}, {"kernel", "roof_copy"}, {"family", "roof"}, {"gbs", num(info.roofs.copy_gbs)}});
-    emit({{"impl", "roof"}, {"kernel", "roof_sgemm_fp32"}, {"family", "roof"},
+    emit({{"impl", "roof"},
+          {"kernel", "roof_sgemm_fp32"},
+          {"family", "roof"},
           {"tflops", num(info.roofs.sgemm_tflops)}});
-    emit({{"impl", "roof"}, {"kernel", "roof_hgemm_fp16"}, {"family", "roof"},
+    emit({{"impl", "roof"},
+          {"kernel", "roof_hgemm_fp16"},
+          {"family", "roof"},
           {"tflops", num(info.roofs.hgemm_tflops)}});
   }
   for (const auto& r : rs) {
     const Shape& s = r.shape;
-    std::map<std::string, std::string> row = {
-        {"impl", r.impl}, {"kernel", r.kernel.exercise}, {"launcher", r.kernel.launcher},
-        {"family", s.family}, {"shape", s.name}, {"check", r.check.label()},
-        {"rel_l2", num(r.check.rel_l2)}, {"flops", num(shape_flops(s))},
-        {"bytes", num(shape_bytes(s))}, {"note", r.note}};
+    std::map<std::string, std::string> row = {{"impl", r.impl},
+                                              {"kernel", r.kernel.exercise},
+                                              {"launcher", r.kernel.launcher},
+                                              {"family", s.family},
+                                              {"shape", s.name},
+                                              {"check", r.check.label()},
+                                              {"rel_l2", num(r.check.rel_l2)},
+                                              {"flops", num(shape_flops(s))},
+                                              {"bytes", num(shape_bytes(s))},
+                                              {"note", r.note}};
     for (const auto& kv : s.csv) row[kv.first] = kv.second;
     if (r.timed) {
       const Metrics x = metrics(r, info);

@@ -30,12 +30,9 @@ double copy_roof(cudaStream_t stream, const TimingConfig& cfg, L2Flusher& flushe
   const size_t bytes = std::min<size_t>(size_t(1) << 30, free_b / 4) & ~size_t(4095);
   course::DeviceBuffer<unsigned char> src(bytes), dst(bytes);
   CUDA_CHECK(cudaMemsetAsync(src.data(), 1, bytes, stream));
-  const Measurement m = time_launch(
-      [&] {
-        CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice,
-                                   stream));
-      },
-      stream, cfg, flusher);
+  const Measurement m =
+      time_launch([&] { CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream)); },
+                  stream, cfg, flusher);
   return 2.0 * double(bytes) / (m.median_ms * 1e-3) / 1e9;
 }
 
@@ -56,9 +53,9 @@ double gemm_roof(bool fp16, cudaStream_t stream, const TimingConfig& cfg, L2Flus
       const float alpha = 1.f, beta = 0.f;
       m = time_launch(
           [&] {
-            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a.data(),
-                                      CUDA_R_16F, n, b.data(), CUDA_R_16F, n, &beta, c.data(),
-                                      CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16F, n, b.data(),
+                                      CUDA_R_16F, n, &beta, c.data(), CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
           },
           stream, cfg, flusher);
     } else {
@@ -68,8 +65,8 @@ double gemm_roof(bool fp16, cudaStream_t stream, const TimingConfig& cfg, L2Flus
       const float alpha = 1.f, beta = 0.f;
       m = time_launch(
           [&] {
-            CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a.data(), n,
-                                     b.data(), n, &beta, c.data(), n));
+            CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a.data(), n, b.data(), n, &beta,
+                                     c.data(), n));
           },
           stream, cfg, flusher);
     }

@@ -37,8 +37,10 @@ std::string Table::text() const {
       const std::string cell = c < r.size() ? r[c] : "";
       const std::string pad(w[c] - width(cell), ' ');
       const bool last = c + 1 == w.size();
-      if (numeric(cell)) o << pad << cell;
-      else o << cell << (last ? "" : pad);
+      if (numeric(cell))
+        o << pad << cell;
+      else
+        o << cell << (last ? "" : pad);
       if (!last) o << "  ";
     }
     o << "\n";

@@ -10,7 +10,7 @@ class Table {
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
   bool empty() const { return rows_.empty(); }
-  std::string text() const;      // columns padded; numbers (cells that parse whole as one) right-aligned
+  std::string text() const;  // columns padded; numbers (cells that parse whole as one) right-aligned
   std::string markdown() const;
 
  private:

@@ -34,8 +34,7 @@ class L2Flusher {
 };
 
 template <class Launch>
-Measurement time_launch(Launch&& launch, cudaStream_t stream, const TimingConfig& cfg,
-                        L2Flusher& flusher) {
+Measurement time_launch(Launch&& launch, cudaStream_t stream, const TimingConfig& cfg, L2Flusher& flusher) {
   course::CudaTimer timer;
   // The first warm-up call is timed too, only to decide how many runs fit the budget.
   if (cfg.flush_l2) flusher.flush(stream);

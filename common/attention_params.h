@@ -25,10 +25,10 @@ struct AttentionParams {
   int head_dim = 64;  // D
   float scale = 0.f;  // softmax scale; 0 means the default 1/sqrt(D)
   bool causal = false;
-  int window = -1;    // sliding-window width w (keys i+off-w .. i+off); -1 = no window
+  int window = -1;  // sliding-window width w (keys i+off-w .. i+off); -1 = no window
 
-  static AttentionParams make(int batch, int heads_q, int heads_kv, int seq_q, int seq_k,
-                              int head_dim, bool causal = false, int window = -1) {
+  static AttentionParams make(int batch, int heads_q, int heads_kv, int seq_q, int seq_k, int head_dim,
+                              bool causal = false, int window = -1) {
     AttentionParams p;
     p.batch = batch;
     p.heads_q = heads_q;

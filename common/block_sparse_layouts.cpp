@@ -41,7 +41,8 @@ uint64_t splitmix64(uint64_t& state) {
 
 BlockSparseLayout local_band(int seq_q, int seq_k, int radius, int block) {
   const int shift = tiles_of(seq_k, block) - tiles_of(seq_q, block);
-  return from_predicate(seq_q, seq_k, block, [&](int r, int c) { return c >= r + shift - radius && c <= r + shift + radius; });
+  return from_predicate(seq_q, seq_k, block,
+                        [&](int r, int c) { return c >= r + shift - radius && c <= r + shift + radius; });
 }
 
 BlockSparseLayout global_blocks(int seq_q, int seq_k, int g, int block) {
@@ -108,8 +109,10 @@ double density(const BlockSparseLayout& layout, int seq_q, int seq_k) {
 }
 
 void check_layout(const BlockSparseLayout& l, int seq_q, int seq_k, int block, const char* fn) {
-  require(l.block_m == block, fn, "block_m", "must be " + std::to_string(block) + " (got " + std::to_string(l.block_m) + ")");
-  require(l.block_n == block, fn, "block_n", "must be " + std::to_string(block) + " (got " + std::to_string(l.block_n) + ")");
+  require(l.block_m == block, fn, "block_m",
+          "must be " + std::to_string(block) + " (got " + std::to_string(l.block_m) + ")");
+  require(l.block_n == block, fn, "block_n",
+          "must be " + std::to_string(block) + " (got " + std::to_string(l.block_n) + ")");
   const int tm = tiles_of(seq_q, block), tn = tiles_of(seq_k, block);
   require(int64_t(l.row_ptr.size()) == int64_t(tm) + 1, fn, "row_ptr",
           "must have ceil(seq_q / block_m) + 1 = " + std::to_string(tm + 1) + " entries (got " +

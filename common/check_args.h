@@ -9,8 +9,7 @@
 
 namespace course {
 
-[[noreturn]] inline void throw_invalid_argument(const char* launcher, const char* field,
-                                                const std::string& why) {
+[[noreturn]] inline void throw_invalid_argument(const char* launcher, const char* field, const std::string& why) {
   throw std::invalid_argument(std::string(launcher) + ": argument '" + field + "' " + why);
 }
 

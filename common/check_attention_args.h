@@ -23,8 +23,7 @@ inline void require_aligned(const void* ptr, std::size_t align, const char* laun
 }
 
 inline void require_attention_tensors(const void* q, const void* k, const void* v, const void* o,
-                                      const AttentionParams& p, const char* launcher,
-                                      std::size_t align = 16) {
+                                      const AttentionParams& p, const char* launcher, std::size_t align = 16) {
   const char* names[4] = {"q", "k", "v", "o"};
   const void* ptrs[4] = {q, k, v, o};
   for (int i = 0; i < 4; ++i) {
@@ -37,8 +36,8 @@ inline void require_attention_tensors(const void* q, const void* k, const void* 
   require(p.heads_q <= 65535, launcher, "heads_q", "must be <= 65535 (a grid dimension)");
   require_positive(p.heads_kv, launcher, "heads_kv");
   require(p.heads_kv <= p.heads_q && p.heads_q % p.heads_kv == 0, launcher, "heads_kv",
-          "must divide heads_q (got heads_q=" + std::to_string(p.heads_q) +
-              ", heads_kv=" + std::to_string(p.heads_kv) + ")");
+          "must divide heads_q (got heads_q=" + std::to_string(p.heads_q) + ", heads_kv=" + std::to_string(p.heads_kv) +
+              ")");
   require_positive(p.seq_q, launcher, "seq_q");
   require_positive(p.seq_k, launcher, "seq_k");
 }

@@ -81,16 +81,15 @@ CompareResult compare(const float* out, const float* ref, const Dims& dims, cons
   if (r.ok) return r;
 
   std::ostringstream s;
-  s << "output does not match the CPU reference (" << tol.name << " tolerance: |out-ref| <= "
-    << sci(tol.atol) << " + " << sci(tol.rtol) << "*|ref|, rel L2 <= " << sci(tol.max_rel_l2) << ")\n";
+  s << "output does not match the CPU reference (" << tol.name << " tolerance: |out-ref| <= " << sci(tol.atol) << " + "
+    << sci(tol.rtol) << "*|ref|, rel L2 <= " << sci(tol.max_rel_l2) << ")\n";
   if (!guard_damage.empty()) s << "  " << guard_damage << "\n";
   if (r.unwritten)
     s << "  " << r.unwritten << " of " << r.count
       << " outputs were never written (they still hold the NaN poison): did the kernel write "
          "every element, e.g. every row of O, including the last partial tile?\n";
   if (r.nonfinite) s << "  " << r.nonfinite << " outputs are NaN or Inf (computed by the kernel)\n";
-  if (r.mismatches)
-    s << "  " << r.mismatches << " of " << r.count << " outputs are outside the tolerance\n";
+  if (r.mismatches) s << "  " << r.mismatches << " of " << r.count << " outputs are outside the tolerance\n";
   s << "  max |out-ref| = " << sci(r.max_abs_err);
   if (worst >= 0) s << " at " << format_index(dims, worst);
   s << ", relative L2 error = " << sci(r.rel_l2) << (l2_bad ? " (above the bound)" : "") << "\n";
@@ -98,8 +97,10 @@ CompareResult compare(const float* out, const float* ref, const Dims& dims, cons
     s << "  first bad elements:\n";
     for (int64_t i : shown) {
       s << "    " << format_index(dims, i) << ": out=";
-      if (is_poison_f32(out[i])) s << "<never written>";
-      else s << num(out[i]);
+      if (is_poison_f32(out[i]))
+        s << "<never written>";
+      else
+        s << num(out[i]);
       s << "  ref=" << num(ref[i]) << "\n";
     }
   }

@@ -53,20 +53,19 @@ using Dims = std::vector<Dim>;
 struct CompareResult {
   bool ok = false;
   int64_t count = 0;
-  int64_t mismatches = 0;   // finite but outside atol + rtol·|ref|
-  int64_t nonfinite = 0;    // NaN/Inf produced by the kernel
-  int64_t unwritten = 0;    // still holding the poison pattern
+  int64_t mismatches = 0;  // finite but outside atol + rtol·|ref|
+  int64_t nonfinite = 0;   // NaN/Inf produced by the kernel
+  int64_t unwritten = 0;   // still holding the poison pattern
   double max_abs_err = 0.0;
   double rel_l2 = 0.0;
-  std::string report;       // empty when ok
+  std::string report;  // empty when ok
 };
 
 CompareResult compare(const float* out, const float* ref, const Dims& dims, const Tolerance& tol,
                       const std::string& guard_damage = "");
 
-inline CompareResult compare(const std::vector<float>& out, const std::vector<float>& ref,
-                             const Dims& dims, const Tolerance& tol,
-                             const std::string& guard_damage = "") {
+inline CompareResult compare(const std::vector<float>& out, const std::vector<float>& ref, const Dims& dims,
+                             const Tolerance& tol, const std::string& guard_damage = "") {
   return compare(out.data(), ref.data(), dims, tol, guard_damage);
 }
 

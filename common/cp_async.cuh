@@ -14,8 +14,7 @@ __device__ __forceinline__ void copy16(float* smem, const float* gmem, bool vali
   const int src_bytes = valid ? 16 : 0;  // a zero-byte source fills the 16 bytes with zeros
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
 #else
-  *reinterpret_cast<float4*>(smem) =
-      valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
+  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
 #endif
 }
 

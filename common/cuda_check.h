@@ -15,8 +15,7 @@ namespace course {
 inline void cuda_check(cudaError_t err, const char* expr, const char* file, int line) {
   if (err == cudaSuccess) return;
   throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expr +
-                           " failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
-                           ")");
+                           " failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
 }
 
 }  // namespace course

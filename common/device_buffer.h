@@ -66,9 +66,12 @@ class DeviceBuffer {
     std::vector<unsigned char> pattern(bytes());
     for (size_t i = 0; i < n_; ++i) {
       unsigned char* dst = pattern.data() + i * sizeof(T);
-      if (sizeof(T) == 4) std::memcpy(dst, &kPoisonF32Bits, 4);
-      else if (sizeof(T) == 2) std::memcpy(dst, &kPoisonF16Bits, 2);
-      else std::memset(dst, 0xFF, sizeof(T));
+      if (sizeof(T) == 4)
+        std::memcpy(dst, &kPoisonF32Bits, 4);
+      else if (sizeof(T) == 2)
+        std::memcpy(dst, &kPoisonF16Bits, 2);
+      else
+        std::memset(dst, 0xFF, sizeof(T));
     }
     CUDA_CHECK(cudaMemcpy(data(), pattern.data(), bytes(), cudaMemcpyHostToDevice));
   }

@@ -16,7 +16,7 @@ uint16_t float_to_half_bits(float f) {
   if (exp == 0xFFu) {  // inf or NaN: keep NaN-ness (force a quiet mantissa bit)
     return static_cast<uint16_t>(sign | 0x7C00u | (mant ? 0x200u | (mant >> 13) : 0u));
   }
-  const int e = static_cast<int>(exp) - 127 + 15;  // re-biased exponent
+  const int e = static_cast<int>(exp) - 127 + 15;             // re-biased exponent
   if (e >= 31) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow -> inf
   if (e <= 0) {
     // Subnormal half (or zero): shift the full 24-bit significand into place and round.
@@ -76,8 +76,7 @@ std::vector<uint16_t> to_half_bits(const std::vector<float>& v) {
 
 std::vector<float> half_bits_to_float(const std::vector<uint16_t>& v) {
   std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = v[i] == kPoisonF16Bits ? poison_f32() : half_bits_to_float(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] == kPoisonF16Bits ? poison_f32() : half_bits_to_float(v[i]);
   return out;
 }
 
@@ -113,8 +112,7 @@ std::vector<uint16_t> to_bf16_bits(const std::vector<float>& v) {
 
 std::vector<float> bf16_bits_to_float(const std::vector<uint16_t>& v) {
   std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = v[i] == kPoisonF16Bits ? poison_f32() : bf16_bits_to_float(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] == kPoisonF16Bits ? poison_f32() : bf16_bits_to_float(v[i]);
   return out;
 }
 

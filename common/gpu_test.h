@@ -43,8 +43,7 @@ std::string invalid_argument_problem(Fn&& fn, const std::string& field) {
       return "threw std::invalid_argument, but the message does not name '" + field + "': " + msg;
     return "";
   } catch (const std::exception& e) {
-    return std::string("expected std::invalid_argument naming '") + field +
-           "', got another exception: " + e.what();
+    return std::string("expected std::invalid_argument naming '") + field + "', got another exception: " + e.what();
   }
   return "expected std::invalid_argument naming '" + field + "', but the call returned normally";
 }
@@ -58,8 +57,10 @@ class ScopedSmemLimit {
     setenv("COURSE_SMEM_LIMIT", bytes, 1);
   }
   ~ScopedSmemLimit() {
-    if (had_) setenv("COURSE_SMEM_LIMIT", old_.c_str(), 1);
-    else unsetenv("COURSE_SMEM_LIMIT");
+    if (had_)
+      setenv("COURSE_SMEM_LIMIT", old_.c_str(), 1);
+    else
+      unsetenv("COURSE_SMEM_LIMIT");
   }
   ScopedSmemLimit(const ScopedSmemLimit&) = delete;
   ScopedSmemLimit& operator=(const ScopedSmemLimit&) = delete;
@@ -73,19 +74,22 @@ class ScopedSmemLimit {
 
 // Variadic so that brace-initialised arguments (course::Dims{{"i", n}}) pass through intact.
 // Arguments: (device buffer, reference vector, Dims, Tolerance).
-#define COURSE_CHECK_OUTPUT(...)                                                         \
-  do {                                                                                   \
+#define COURSE_CHECK_OUTPUT(...)                                                          \
+  do {                                                                                    \
     const ::course::CompareResult course_r_ = ::course::check_device_output(__VA_ARGS__); \
-    if (!course_r_.ok) FAIL_CHECK(course_r_.report);                                     \
-    else SUCCEED("output matches the reference");                                        \
+    if (!course_r_.ok)                                                                    \
+      FAIL_CHECK(course_r_.report);                                                       \
+    else                                                                                  \
+      SUCCEED("output matches the reference");                                            \
   } while (0)
 
 // The launcher must reject the call before launching anything, naming the bad field:
 //   COURSE_CHECK_INVALID_ARGUMENT("n", vector_add(a, b, c, -1));
-#define COURSE_CHECK_INVALID_ARGUMENT(field, ...)                                        \
-  do {                                                                                   \
-    const std::string course_p_ =                                                        \
-        ::course::invalid_argument_problem([&] { __VA_ARGS__; }, field);                 \
-    if (!course_p_.empty()) FAIL_CHECK(course_p_);                                       \
-    else SUCCEED("rejected with std::invalid_argument naming " << field);                \
+#define COURSE_CHECK_INVALID_ARGUMENT(field, ...)                                                  \
+  do {                                                                                             \
+    const std::string course_p_ = ::course::invalid_argument_problem([&] { __VA_ARGS__; }, field); \
+    if (!course_p_.empty())                                                                        \
+      FAIL_CHECK(course_p_);                                                                       \
+    else                                                                                           \
+      SUCCEED("rejected with std::invalid_argument naming " << field);                             \
   } while (0)

@@ -41,8 +41,12 @@ struct Bf16Type {
 
 // A DeviceBuffer of raw 16-bit patterns as the launcher's element type.
 template <class Ty>
-const typename Ty::T* as_t(const DeviceBuffer<uint16_t>& b) { return reinterpret_cast<const typename Ty::T*>(b.data()); }
+const typename Ty::T* as_t(const DeviceBuffer<uint16_t>& b) {
+  return reinterpret_cast<const typename Ty::T*>(b.data());
+}
 template <class Ty>
-typename Ty::T* as_t(DeviceBuffer<uint16_t>& b) { return reinterpret_cast<typename Ty::T*>(b.data()); }
+typename Ty::T* as_t(DeviceBuffer<uint16_t>& b) {
+  return reinterpret_cast<typename Ty::T*>(b.data());
+}
 
 }  // namespace course

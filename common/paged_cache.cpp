@@ -22,9 +22,8 @@ std::vector<int32_t> permutation(int n, Rng& rng) {
 
 }  // namespace
 
-PagedCache build_paged_cache(const std::vector<int32_t>& context_lens, int heads_q, int heads_kv,
-                             int head_dim, int block_size, uint64_t seed, int spare_columns,
-                             int spare_blocks) {
+PagedCache build_paged_cache(const std::vector<int32_t>& context_lens, int heads_q, int heads_kv, int head_dim,
+                             int block_size, uint64_t seed, int spare_columns, int spare_blocks) {
   if (context_lens.empty() || block_size < 1 || spare_blocks < 1 || spare_columns < 0)
     throw std::invalid_argument("build_paged_cache: empty batch, block_size < 1 or spare_blocks < 1");
   Rng rng(seed);
@@ -71,8 +70,7 @@ PagedCache build_paged_cache(const std::vector<int32_t>& context_lens, int heads
   return pc;
 }
 
-std::vector<int32_t> permuted_block_table(int batch, int blocks_per_seq, int num_blocks,
-                                          uint64_t seed) {
+std::vector<int32_t> permuted_block_table(int batch, int blocks_per_seq, int num_blocks, uint64_t seed) {
   const size_t entries = size_t(batch) * size_t(blocks_per_seq);
   if (size_t(num_blocks) < entries)
     throw std::invalid_argument("permuted_block_table: num_blocks < batch · blocks_per_seq");

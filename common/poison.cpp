@@ -4,8 +4,8 @@
 
 namespace course {
 
-std::string describe_guard_damage(const unsigned char* guard, size_t bytes, size_t elem_bytes,
-                                  bool after_end, unsigned char expected) {
+std::string describe_guard_damage(const unsigned char* guard, size_t bytes, size_t elem_bytes, bool after_end,
+                                  unsigned char expected) {
   size_t changed = 0;
   size_t nearest = bytes;  // offset (in bytes, from the buffer edge) of the closest changed byte
   for (size_t i = 0; i < bytes; ++i) {

@@ -22,7 +22,7 @@ constexpr unsigned char kGuardByte = 0xA5u;       // as float: -2.9e-16, as half
 // that runs one element long moves a device guard word into a host guard (or back), and with
 // one byte for both the damage would be invisible.
 constexpr unsigned char kHostGuardByte = 0x5Au;
-constexpr size_t kGuardBytes = 4096;              // each side; large enough for a row overrun
+constexpr size_t kGuardBytes = 4096;  // each side; large enough for a row overrun
 
 inline float poison_f32() {
   float f;
@@ -39,7 +39,7 @@ inline bool is_poison_f32(float f) {
 // Returns "" when every byte of the guard still holds `expected` (kGuardByte unless given),
 // otherwise a sentence saying which side was hit, how many bytes changed and where the first
 // one is (in elements of `elem_bytes` from the buffer's edge), for the test report.
-std::string describe_guard_damage(const unsigned char* guard, size_t bytes, size_t elem_bytes,
-                                  bool after_end, unsigned char expected = kGuardByte);
+std::string describe_guard_damage(const unsigned char* guard, size_t bytes, size_t elem_bytes, bool after_end,
+                                  unsigned char expected = kGuardByte);
 
 }  // namespace course

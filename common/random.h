@@ -12,15 +12,15 @@
 
 namespace course {
 
-uint64_t base_seed();                                       // COURSE_SEED or a fixed default
+uint64_t base_seed();                                        // COURSE_SEED or a fixed default
 uint64_t case_seed(const std::string& test, int64_t index);  // distinct seed per test case
 
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
   uint64_t next_u64();
-  double uniform();                   // [0, 1)
-  double normal();                    // N(0, 1)
+  double uniform();                             // [0, 1)
+  double normal();                              // N(0, 1)
   int64_t uniform_int(int64_t lo, int64_t hi);  // [lo, hi]
 
  private:

@@ -16,8 +16,7 @@ std::vector<float> add(const std::vector<float>& a, const std::vector<float>& b)
   return c;
 }
 
-std::vector<float> matmul_abt(const std::vector<float>& a, const std::vector<float>& b, int m,
-                              int n, int k) {
+std::vector<float> matmul_abt(const std::vector<float>& a, const std::vector<float>& b, int m, int n, int k) {
   std::vector<float> c(size_t(m) * n);
   parallel_for(m, [&](int64_t i) {
     for (int j = 0; j < n; ++j) {
@@ -67,8 +66,8 @@ namespace {
 // One query row against a set of (key, value) rows chosen by `visible`. Shared by the dense,
 // paged and block-sparse references so the softmax and the empty-row rule exist once.
 template <class KeyRow, class ValRow, class Visible>
-void attend_row(const float* q, int n_keys, int d, double scale, KeyRow key_row, ValRow val_row,
-                Visible visible, float* out, std::vector<double>& scores) {
+void attend_row(const float* q, int n_keys, int d, double scale, KeyRow key_row, ValRow val_row, Visible visible,
+                float* out, std::vector<double>& scores) {
   scores.assign(n_keys, 0.0);
   double m = -std::numeric_limits<double>::infinity();
   for (int j = 0; j < n_keys; ++j) {
@@ -96,15 +95,14 @@ void attend_row(const float* q, int n_keys, int d, double scale, KeyRow key_row,
 }
 
 void check_attention_params(const AttentionParams& p) {
-  if (p.batch < 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.seq_q < 0 || p.seq_k < 0 ||
-      p.head_dim <= 0 || p.heads_q % p.heads_kv != 0)
+  if (p.batch < 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.seq_q < 0 || p.seq_k < 0 || p.head_dim <= 0 ||
+      p.heads_q % p.heads_kv != 0)
     throw std::invalid_argument("ref::attention: inconsistent AttentionParams");
 }
 
 template <class Visible>
 std::vector<float> dense_attention(const std::vector<float>& q, const std::vector<float>& k,
-                                   const std::vector<float>& v, const AttentionParams& p,
-                                   Visible visible_ij) {
+                                   const std::vector<float>& v, const AttentionParams& p, Visible visible_ij) {
   check_attention_params(p);
   const int D = p.head_dim;
   const double scale = p.softmax_scale();
@@ -117,10 +115,9 @@ std::vector<float> dense_attention(const std::vector<float>& q, const std::vecto
     std::vector<double> scores;
     for (int i = 0; i < p.seq_q; ++i) {
       attend_row(
-          &q[q_base + size_t(i) * D], p.seq_k, D, scale,
-          [&](int j) { return &k[kv_base + size_t(j) * D]; },
-          [&](int j) { return &v[kv_base + size_t(j) * D]; },
-          [&](int j) { return visible_ij(i, j); }, &o[q_base + size_t(i) * D], scores);
+          &q[q_base + size_t(i) * D], p.seq_k, D, scale, [&](int j) { return &k[kv_base + size_t(j) * D]; },
+          [&](int j) { return &v[kv_base + size_t(j) * D]; }, [&](int j) { return visible_ij(i, j); },
+          &o[q_base + size_t(i) * D], scores);
     }
   });
   return o;
@@ -128,8 +125,8 @@ std::vector<float> dense_attention(const std::vector<float>& q, const std::vecto
 
 }  // namespace
 
-std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k,
-                             const std::vector<float>& v, const AttentionParams& p) {
+std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                             const AttentionParams& p) {
   return dense_attention(q, k, v, p, [&](int i, int j) { return p.key_visible(i, j); });
 }
 
@@ -145,8 +142,7 @@ std::vector<float> block_sparse_attention(const std::vector<float>& q, const std
   for (int r = 0; r < tiles_m; ++r)
     for (int e = layout.row_ptr[r]; e < layout.row_ptr[r + 1]; ++e) {
       const int c = layout.col_idx[e];
-      if (c < 0 || c >= tiles_n)
-        throw std::invalid_argument("ref::block_sparse_attention: col_idx out of range");
+      if (c < 0 || c >= tiles_n) throw std::invalid_argument("ref::block_sparse_attention: col_idx out of range");
       kept[size_t(r) * tiles_n + c] = 1;
     }
   return dense_attention(q, k, v, p, [&](int i, int j) {
@@ -154,12 +150,9 @@ std::vector<float> block_sparse_attention(const std::vector<float>& q, const std
   });
 }
 
-std::vector<float> paged_decode_attention(const std::vector<float>& q,
-                                          const std::vector<float>& k_cache,
-                                          const std::vector<float>& v_cache,
-                                          const std::vector<int32_t>& block_table,
-                                          const std::vector<int32_t>& context_lens,
-                                          const PagedParams& p) {
+std::vector<float> paged_decode_attention(const std::vector<float>& q, const std::vector<float>& k_cache,
+                                          const std::vector<float>& v_cache, const std::vector<int32_t>& block_table,
+                                          const std::vector<int32_t>& context_lens, const PagedParams& p) {
   if (p.heads_q % p.heads_kv != 0 || int(context_lens.size()) != p.batch ||
       block_table.size() != size_t(p.batch) * p.max_blocks_per_seq)
     throw std::invalid_argument("ref::paged_decode_attention: inconsistent PagedParams");
@@ -178,8 +171,7 @@ std::vector<float> paged_decode_attention(const std::vector<float>& q,
     std::vector<double> scores;
     attend_row(
         &q[size_t(bh) * D], len, D, p.softmax_scale(), [&](int t) { return row(k_cache, t); },
-        [&](int t) { return row(v_cache, t); }, [](int) { return true; }, &o[size_t(bh) * D],
-        scores);
+        [&](int t) { return row(v_cache, t); }, [](int) { return true; }, &o[size_t(bh) * D], scores);
   });
   return o;
 }

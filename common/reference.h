@@ -17,8 +17,8 @@ struct RingCacheParams {
   int heads_q = 1;
   int heads_kv = 1;
   int head_dim = 128;
-  int window = 0;      // w: a query sees itself and the w tokens before it; w + 1 slots
-  float scale = 0.f;   // 0 means 1/sqrt(D)
+  int window = 0;     // w: a query sees itself and the w tokens before it; w + 1 slots
+  float scale = 0.f;  // 0 means 1/sqrt(D)
 
   int capacity() const { return window + 1; }
   float softmax_scale() const { return scale != 0.f ? scale : 1.f / std::sqrt(float(head_dim)); }
@@ -36,8 +36,7 @@ namespace course::ref {
 std::vector<float> add(const std::vector<float>& a, const std::vector<float>& b);
 
 // C[M, N] = A[M, K] · B[N, K]^T  (both operands row-major; the shape of Q·K^T).
-std::vector<float> matmul_abt(const std::vector<float>& a, const std::vector<float>& b, int m,
-                              int n, int k);
+std::vector<float> matmul_abt(const std::vector<float>& a, const std::vector<float>& b, int m, int n, int k);
 
 // Per-row statistics of x[rows, cols].
 std::vector<float> row_max(const std::vector<float>& x, int rows, int cols);
@@ -46,16 +45,13 @@ std::vector<float> row_sum(const std::vector<float>& x, int rows, int cols);
 std::vector<float> softmax_rows(const std::vector<float>& x, int rows, int cols);
 
 // O = softmax(scale · Q·K^T + mask) · V with the semantics of attention_params.h.
-std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k,
-                             const std::vector<float>& v, const AttentionParams& p);
+std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                             const AttentionParams& p);
 
 // Decode attention over a paged KV cache (PagedParams in attention_params.h).
-std::vector<float> paged_decode_attention(const std::vector<float>& q,
-                                          const std::vector<float>& k_cache,
-                                          const std::vector<float>& v_cache,
-                                          const std::vector<int32_t>& block_table,
-                                          const std::vector<int32_t>& context_lens,
-                                          const PagedParams& p);
+std::vector<float> paged_decode_attention(const std::vector<float>& q, const std::vector<float>& k_cache,
+                                          const std::vector<float>& v_cache, const std::vector<int32_t>& block_table,
+                                          const std::vector<int32_t>& context_lens, const PagedParams& p);
 
 // Block-sparse layout in CSR form over tiles of block_m queries × block_n keys: query tile r
 // attends to key tiles col_idx[row_ptr[r] .. row_ptr[r+1]). The same layout is used for every
@@ -75,10 +71,8 @@ std::vector<float> block_sparse_attention(const std::vector<float>& q, const std
 //   q, o: [B, Hq, D]   k_cache, v_cache: [B, Hkv, window + 1, D], token t in slot t % (window + 1)
 //   seq_lens: int32 [B], tokens written so far (the query is token seq_lens[b] - 1); the query
 //   sees tokens max(0, L - 1 - window) .. L - 1. Slots not yet written are never read.
-std::vector<float> ring_decode_attention(const std::vector<float>& q,
-                                         const std::vector<float>& k_cache,
-                                         const std::vector<float>& v_cache,
-                                         const std::vector<int32_t>& seq_lens,
+std::vector<float> ring_decode_attention(const std::vector<float>& q, const std::vector<float>& k_cache,
+                                         const std::vector<float>& v_cache, const std::vector<int32_t>& seq_lens,
                                          const RingCacheParams& p);
 
 }  // namespace course::ref

@@ -27,10 +27,9 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-void check_inputs(const char* fn, const AttentionParams& p, size_t q, size_t k, size_t v,
-                  const size_t* d_o) {
-  if (p.batch < 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.seq_q < 0 || p.seq_k < 0 ||
-      p.head_dim <= 0 || p.heads_q % p.heads_kv != 0)
+void check_inputs(const char* fn, const AttentionParams& p, size_t q, size_t k, size_t v, const size_t* d_o) {
+  if (p.batch < 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.seq_q < 0 || p.seq_k < 0 || p.head_dim <= 0 ||
+      p.heads_q % p.heads_kv != 0)
     throw std::invalid_argument(std::string(fn) + ": inconsistent AttentionParams");
   if (q != size_t(p.q_elems()) || k != size_t(p.kv_elems()) || v != size_t(p.kv_elems()) ||
       (d_o && *d_o != size_t(p.q_elems())))
@@ -76,9 +75,8 @@ struct Result {
 };
 
 // Pass 1 (and the whole forward when d_o is null).
-void query_rows(const std::vector<double>& q, const std::vector<double>& k,
-                const std::vector<double>& v, const std::vector<double>* d_o,
-                const AttentionParams& p, Result& r) {
+void query_rows(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                const std::vector<double>* d_o, const AttentionParams& p, Result& r) {
   const int D = p.head_dim, Nq = p.seq_q, Nk = p.seq_k;
   const double scale = p.softmax_scale();
   const int64_t kv_heads = int64_t(p.batch) * p.heads_kv;
@@ -188,9 +186,8 @@ void query_rows(const std::vector<double>& q, const std::vector<double>& k,
 
 // Pass 2: dK and dV, one tile of key rows of one KV head per task, summed over the group's
 // query heads (g ascending, then i ascending, for every key).
-void key_rows(const std::vector<double>& q, const std::vector<double>& k,
-              const std::vector<double>& v, const std::vector<double>& d_o,
-              const AttentionParams& p, Result& r) {
+void key_rows(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+              const std::vector<double>& d_o, const AttentionParams& p, Result& r) {
   const int D = p.head_dim, Nq = p.seq_q, Nk = p.seq_k, G = p.group_size();
   const double scale = p.softmax_scale();
   const int64_t q_heads = int64_t(p.batch) * p.heads_q;
@@ -271,16 +268,15 @@ std::vector<float> narrow(const std::vector<double>& x) {
   return y;
 }
 
-Result forward(const std::vector<double>& q, const std::vector<double>& k,
-               const std::vector<double>& v, const AttentionParams& p) {
+Result forward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+               const AttentionParams& p) {
   Result r;
   query_rows(q, k, v, nullptr, p, r);
   return r;
 }
 
-Result backward(const std::vector<double>& q, const std::vector<double>& k,
-                const std::vector<double>& v, const std::vector<double>& d_o,
-                const AttentionParams& p) {
+Result backward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                const std::vector<double>& d_o, const AttentionParams& p) {
   Result r;
   query_rows(q, k, v, &d_o, p, r);
   key_rows(q, k, v, d_o, p, r);
@@ -296,10 +292,8 @@ AttentionForward attention_forward_lse(const std::vector<float>& q, const std::v
   return {narrow(r.o), narrow(r.lse)};
 }
 
-AttentionForwardF64 attention_forward_lse_f64(const std::vector<double>& q,
-                                              const std::vector<double>& k,
-                                              const std::vector<double>& v,
-                                              const AttentionParams& p) {
+AttentionForwardF64 attention_forward_lse_f64(const std::vector<double>& q, const std::vector<double>& k,
+                                              const std::vector<double>& v, const AttentionParams& p) {
   check_inputs("ref::attention_forward_lse_f64", p, q.size(), k.size(), v.size(), nullptr);
   Result r = forward(q, k, v, p);
   return {std::move(r.o), std::move(r.lse)};
@@ -314,16 +308,13 @@ AttentionBackward attention_backward(const std::vector<float>& q, const std::vec
   return {narrow(r.o), narrow(r.lse), narrow(r.delta), narrow(r.dq), narrow(r.dk), narrow(r.dv)};
 }
 
-AttentionBackwardF64 attention_backward_f64(const std::vector<double>& q,
-                                            const std::vector<double>& k,
-                                            const std::vector<double>& v,
-                                            const std::vector<double>& d_o,
+AttentionBackwardF64 attention_backward_f64(const std::vector<double>& q, const std::vector<double>& k,
+                                            const std::vector<double>& v, const std::vector<double>& d_o,
                                             const AttentionParams& p) {
   const size_t n_do = d_o.size();
   check_inputs("ref::attention_backward_f64", p, q.size(), k.size(), v.size(), &n_do);
   Result r = backward(q, k, v, d_o, p);
-  return {std::move(r.o),  std::move(r.lse), std::move(r.delta),
-          std::move(r.dq), std::move(r.dk),  std::move(r.dv)};
+  return {std::move(r.o), std::move(r.lse), std::move(r.delta), std::move(r.dq), std::move(r.dk), std::move(r.dv)};
 }
 
 }  // namespace course::ref

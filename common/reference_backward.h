@@ -50,20 +50,16 @@ using AttentionBackwardF64 = AttentionBackwardT<double>;
 // ref::attention's (so it is bitwise equal to it on the same compiler and flags).
 AttentionForward attention_forward_lse(const std::vector<float>& q, const std::vector<float>& k,
                                        const std::vector<float>& v, const AttentionParams& p);
-AttentionForwardF64 attention_forward_lse_f64(const std::vector<double>& q,
-                                              const std::vector<double>& k,
-                                              const std::vector<double>& v,
-                                              const AttentionParams& p);
+AttentionForwardF64 attention_forward_lse_f64(const std::vector<double>& q, const std::vector<double>& k,
+                                              const std::vector<double>& v, const AttentionParams& p);
 
 // Backward pass: q, d_o [B, Hq, Nq, D]; k, v [B, Hkv, Nk, D]. Throws std::invalid_argument on
 // inconsistent params or sizes.
 AttentionBackward attention_backward(const std::vector<float>& q, const std::vector<float>& k,
                                      const std::vector<float>& v, const std::vector<float>& d_o,
                                      const AttentionParams& p);
-AttentionBackwardF64 attention_backward_f64(const std::vector<double>& q,
-                                            const std::vector<double>& k,
-                                            const std::vector<double>& v,
-                                            const std::vector<double>& d_o,
+AttentionBackwardF64 attention_backward_f64(const std::vector<double>& q, const std::vector<double>& k,
+                                            const std::vector<double>& v, const std::vector<double>& d_o,
                                             const AttentionParams& p);
 
 }  // namespace course::ref

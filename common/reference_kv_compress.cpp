@@ -15,16 +15,13 @@
 
 namespace course::ref {
 
-std::vector<double> kv_observation_scores(const std::vector<float>& q_window,
-                                          const std::vector<float>& k_cache,
+std::vector<double> kv_observation_scores(const std::vector<float>& q_window, const std::vector<float>& k_cache,
                                           const std::vector<int32_t>& block_table,
-                                          const std::vector<int32_t>& context_lens,
-                                          const PagedParams& p, int window) {
-  if (p.batch < 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0 ||
-      p.head_dim <= 0 || p.block_size <= 0 || window <= 0 || int(context_lens.size()) != p.batch ||
+                                          const std::vector<int32_t>& context_lens, const PagedParams& p, int window) {
+  if (p.batch < 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0 || p.head_dim <= 0 ||
+      p.block_size <= 0 || window <= 0 || int(context_lens.size()) != p.batch ||
       block_table.size() != size_t(p.batch) * p.max_blocks_per_seq ||
-      q_window.size() != size_t(p.batch) * p.heads_q * window * p.head_dim ||
-      k_cache.size() != size_t(p.cache_elems()))
+      q_window.size() != size_t(p.batch) * p.heads_q * window * p.head_dim || k_cache.size() != size_t(p.cache_elems()))
     throw std::invalid_argument("ref::kv_observation_scores: inconsistent PagedParams or sizes");
   const int D = p.head_dim, bs = p.block_size, W = window, G = p.group_size();
   const int64_t T = int64_t(p.max_blocks_per_seq) * bs;
@@ -108,14 +105,10 @@ std::vector<int32_t> kv_select(const double* pooled, int len, int n_sink, int n_
   return kept;
 }
 
-std::vector<int32_t> kv_compress_kept(const std::vector<float>& q_window,
-                                      const std::vector<float>& k_cache,
-                                      const std::vector<int32_t>& block_table,
-                                      const std::vector<int32_t>& context_lens,
-                                      const PagedParams& p, const KvSelectParams& c,
-                                      std::vector<double>* pooled_out) {
-  const std::vector<double> scores =
-      kv_observation_scores(q_window, k_cache, block_table, context_lens, p, c.window);
+std::vector<int32_t> kv_compress_kept(const std::vector<float>& q_window, const std::vector<float>& k_cache,
+                                      const std::vector<int32_t>& block_table, const std::vector<int32_t>& context_lens,
+                                      const PagedParams& p, const KvSelectParams& c, std::vector<double>* pooled_out) {
+  const std::vector<double> scores = kv_observation_scores(q_window, k_cache, block_table, context_lens, p, c.window);
   const int64_t T = int64_t(p.max_blocks_per_seq) * p.block_size;
   std::vector<int32_t> kept(size_t(p.batch) * p.heads_kv * c.budget, -1);
   if (pooled_out) pooled_out->assign(size_t(p.batch) * p.heads_kv * T, 0.0);

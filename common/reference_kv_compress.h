@@ -29,11 +29,9 @@ struct KvSelectParams {
 //   score[b][hk][j] = Σ_{h in group(hk)} Σ_{i < W} softmax_j(scale · q[b][h][i] · k[b][hk][j])
 // Returned as [B, Hkv, T] with T = max_blocks_per_seq · block_size; entries j >= L are 0. Slots
 // at or past L are never read (they may hold NaN).
-std::vector<double> kv_observation_scores(const std::vector<float>& q_window,
-                                          const std::vector<float>& k_cache,
+std::vector<double> kv_observation_scores(const std::vector<float>& q_window, const std::vector<float>& k_cache,
                                           const std::vector<int32_t>& block_table,
-                                          const std::vector<int32_t>& context_lens,
-                                          const PagedParams& p, int window);
+                                          const std::vector<int32_t>& context_lens, const PagedParams& p, int window);
 
 // pooled[j] = max of scores[j'] over |j' − j| <= (pool_kernel − 1) / 2, 0 <= j' < len.
 std::vector<double> kv_max_pool(const double* scores, int len, int pool_kernel);
@@ -47,10 +45,8 @@ std::vector<int32_t> kv_select(const double* pooled, int len, int n_sink, int n_
 // The whole selection: kept token indices [B, Hkv, budget], ascending within each (b, hk), −1 at
 // and past min(L, budget). With `pooled_out`, also the pooled scores [B, Hkv, T] (0 where
 // nothing was pooled: j >= L, and every j of a sequence with L <= budget).
-std::vector<int32_t> kv_compress_kept(const std::vector<float>& q_window,
-                                      const std::vector<float>& k_cache,
-                                      const std::vector<int32_t>& block_table,
-                                      const std::vector<int32_t>& context_lens,
+std::vector<int32_t> kv_compress_kept(const std::vector<float>& q_window, const std::vector<float>& k_cache,
+                                      const std::vector<int32_t>& block_table, const std::vector<int32_t>& context_lens,
                                       const PagedParams& p, const KvSelectParams& c,
                                       std::vector<double>* pooled_out = nullptr);
 

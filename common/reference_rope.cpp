@@ -15,8 +15,10 @@ constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 double rope_factor(const RopeSpec& s, int head_dim, int i) {
   switch (s.scaling) {
-    case RopeSpec::Scaling::kNone: return 1.0;
-    case RopeSpec::Scaling::kLinear: return 1.0 / s.factor;
+    case RopeSpec::Scaling::kNone:
+      return 1.0;
+    case RopeSpec::Scaling::kLinear:
+      return 1.0 / s.factor;
     case RopeSpec::Scaling::kNtk:
       // base' = base · s^(D/(D−2)); θ'_i / θ_i = (base'/base)^(−2i/D) = s^(−2i/(D−2)).
       return std::pow(s.factor, -2.0 * i / (head_dim - 2));
@@ -39,7 +41,8 @@ double rope_factor(const RopeSpec& s, int head_dim, int i) {
 
 std::vector<double> rope_inv_freq(const RopeSpec& s, int head_dim) {
   std::vector<double> f(size_t(head_dim / 2));
-  for (int i = 0; i < head_dim / 2; ++i) f[size_t(i)] = rope_factor(s, head_dim, i) * std::pow(s.base, -2.0 * i / head_dim);
+  for (int i = 0; i < head_dim / 2; ++i)
+    f[size_t(i)] = rope_factor(s, head_dim, i) * std::pow(s.base, -2.0 * i / head_dim);
   return f;
 }
 

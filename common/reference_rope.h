@@ -50,7 +50,7 @@ double rope_mscale(const RopeSpec& s);
 // x: [batch, heads, seq_len, head_dim]; positions: int32 [batch, seq_len] (token n of sequence
 // b, every head). Returns the rotated (and, for YaRN, mscale-multiplied) x, same layout.
 // Throws std::invalid_argument on inconsistent sizes or an odd head_dim.
-std::vector<float> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int batch,
-                        int heads, int seq_len, int head_dim, const RopeSpec& s);
+std::vector<float> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int batch, int heads,
+                        int seq_len, int head_dim, const RopeSpec& s);
 
 }  // namespace course::ref

@@ -11,15 +11,12 @@
 
 namespace course::ref {
 
-std::vector<float> ring_decode_attention(const std::vector<float>& q,
-                                         const std::vector<float>& k_cache,
-                                         const std::vector<float>& v_cache,
-                                         const std::vector<int32_t>& seq_lens,
+std::vector<float> ring_decode_attention(const std::vector<float>& q, const std::vector<float>& k_cache,
+                                         const std::vector<float>& v_cache, const std::vector<int32_t>& seq_lens,
                                          const RingCacheParams& p) {
-  if (p.batch < 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0 ||
-      p.head_dim <= 0 || p.window < 0 || int(seq_lens.size()) != p.batch ||
-      q.size() != size_t(p.q_elems()) || k_cache.size() != size_t(p.cache_elems()) ||
-      v_cache.size() != size_t(p.cache_elems()))
+  if (p.batch < 0 || p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0 || p.head_dim <= 0 ||
+      p.window < 0 || int(seq_lens.size()) != p.batch || q.size() != size_t(p.q_elems()) ||
+      k_cache.size() != size_t(p.cache_elems()) || v_cache.size() != size_t(p.cache_elems()))
     throw std::invalid_argument("ref::ring_decode_attention: inconsistent RingCacheParams");
   const int D = p.head_dim, cap = p.capacity();
   const double scale = p.softmax_scale();

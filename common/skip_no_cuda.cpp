@@ -10,10 +10,11 @@ int main(int argc, char** argv) {
   if (argc > 2) {
     std::printf("SKIPPED %s: not compiled, not run: %s\n", name, argv[2]);
   } else {
-    std::printf("SKIPPED %s: not compiled, not run: no CUDA compiler (nvcc) was found when the "
-                "build was configured. Install the CUDA toolkit and reconfigure, or run it on a "
-                "GPU (docs/colab.md)\n",
-                name);
+    std::printf(
+        "SKIPPED %s: not compiled, not run: no CUDA compiler (nvcc) was found when the "
+        "build was configured. Install the CUDA toolkit and reconfigure, or run it on a "
+        "GPU (docs/colab.md)\n",
+        name);
   }
   return 77;
 }

@@ -21,8 +21,8 @@ int smem_limit_per_block() {
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);
     if (end == env || *end != '\0' || v <= 0)
-      throw std::invalid_argument(std::string("COURSE_SMEM_LIMIT must be a positive number of bytes, got '") +
-                                  env + "'");
+      throw std::invalid_argument(std::string("COURSE_SMEM_LIMIT must be a positive number of bytes, got '") + env +
+                                  "'");
     if (v < limit) limit = int(v);
   }
   return limit;

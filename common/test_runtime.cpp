@@ -37,8 +37,7 @@ struct RunRecord {
 RunRecord g_run;
 
 long long now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -196,8 +195,9 @@ int index_verdict(const IndexRun& run) {
   const bool expect_failure = expect && std::strcmp(expect, "1") == 0;
   if (run.failed_cases == 0) return 77;  // nothing wrong found, and the kernel did not run
   if (expect_failure) {
-    std::printf("expected failure: the index checks rejected this implementation. That is the "
-                "correct outcome (the kernel itself was not run).\n");
+    std::printf(
+        "expected failure: the index checks rejected this implementation. That is the "
+        "correct outcome (the kernel itself was not run).\n");
     return 0;
   }
   return 1;
@@ -226,13 +226,16 @@ int run_tests(int argc, char** argv, bool with_watchdog) {
   const long failed = g_run.failed_assertions;
 
   if (cases == 0) {
-    std::printf("\nERROR: no test case ran (does the filter on the command line match any "
-                "test case? list them with --list-tests). Nothing was checked.\n");
+    std::printf(
+        "\nERROR: no test case ran (does the filter on the command line match any "
+        "test case? list them with --list-tests). Nothing was checked.\n");
     return 2;
   }
   if (failed == 0 && catch_rc != 0) {
-    std::printf("\nERROR: Catch2 reported a failed run (exit %d) without any failed assertion; "
-                "that is not a test verdict.\n", catch_rc);
+    std::printf(
+        "\nERROR: Catch2 reported a failed run (exit %d) without any failed assertion; "
+        "that is not a test verdict.\n",
+        catch_rc);
     return 2;
   }
 
@@ -244,8 +247,10 @@ int run_tests(int argc, char** argv, bool with_watchdog) {
           "it.\n");
       return 1;
     }
-    std::printf("\nexpected failure: the tests rejected this implementation (%ld failed "
-                "assertion%s). That is the correct outcome.\n", failed, failed == 1 ? "" : "s");
+    std::printf(
+        "\nexpected failure: the tests rejected this implementation (%ld failed "
+        "assertion%s). That is the correct outcome.\n",
+        failed, failed == 1 ? "" : "s");
     return 0;
   }
 
@@ -253,10 +258,12 @@ int run_tests(int argc, char** argv, bool with_watchdog) {
     bool is_solution = false;
     const std::string id = exercise_of(argc > 0 ? argv[0] : nullptr, &is_solution);
     if (!id.empty()) {
-      std::printf("\nIf a failure above looks random (it moves between runs, or only large shapes "
-                  "fail), look for a race or an out-of-bounds access:\n  make sanitize EX=%s%s\n"
-                  "runs this test's [quick] cases under compute-sanitizer (memcheck, racecheck, "
-                  "synccheck, initcheck).\n", id.c_str(), is_solution ? " SOLUTION=1" : "");
+      std::printf(
+          "\nIf a failure above looks random (it moves between runs, or only large shapes "
+          "fail), look for a race or an out-of-bounds access:\n  make sanitize EX=%s%s\n"
+          "runs this test's [quick] cases under compute-sanitizer (memcheck, racecheck, "
+          "synccheck, initcheck).\n",
+          id.c_str(), is_solution ? " SOLUTION=1" : "");
     }
   }
   return failed > 0 ? 1 : 0;

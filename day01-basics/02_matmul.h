@@ -11,7 +11,5 @@
 #pragma once
 #include <cuda_runtime.h>
 
-void matmul_naive(const float* a, const float* b, float* c, int m, int n, int k,
-                  cudaStream_t stream = 0);
-void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k,
-                  cudaStream_t stream = 0);
+void matmul_naive(const float* a, const float* b, float* c, int m, int n, int k, cudaStream_t stream = 0);
+void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k, cudaStream_t stream = 0);

@@ -8,5 +8,4 @@
 #pragma once
 #include <cuda_runtime.h>
 
-void row_reduce(const float* x, float* row_max, float* row_sum, int rows, int cols,
-                cudaStream_t stream = 0);
+void row_reduce(const float* x, float* row_max, float* row_sum, int rows, int cols, cudaStream_t stream = 0);

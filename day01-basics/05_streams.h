@@ -87,8 +87,8 @@ struct StreamTimeline {
 
 // Fills *timeline (when not null) with four event times per chunk, at the cost of 4·chunks
 // events: meant for tens to a few hundred chunks.
-void streamed_map(const float* h_x, float* h_y, float* d_x, float* d_y, int64_t n, int chunks,
-                  int streams, cudaStream_t stream = 0, StreamTimeline* timeline = nullptr);
+void streamed_map(const float* h_x, float* h_y, float* d_x, float* d_y, int64_t n, int chunks, int streams,
+                  cudaStream_t stream = 0, StreamTimeline* timeline = nullptr);
 
 // f on the host, in double: the reference the tests and the bench compare with. 0.5·z is exact,
 // so 0.5·z + x rounds once, as the GPU's fmaf does. Sixteen elements go through the iterations

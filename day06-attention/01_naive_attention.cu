@@ -23,9 +23,7 @@ constexpr int kThreads = 256;  // a multiple of the warp size; 8 warps per block
 struct Shape {
   int heads_q, group, seq_q, seq_k, d;  // group = Hq / Hkv query heads per KV head
   // Row index bh = b·Hq + h of Q/O -> row index b·Hkv + h/G of K/V.
-  __device__ int64_t kv_head(int64_t bh) const {
-    return bh / heads_q * (heads_q / group) + (bh % heads_q) / group;
-  }
+  __device__ int64_t kv_head(int64_t bh) const { return bh / heads_q * (heads_q / group) + (bh % heads_q) / group; }
 };
 
 // Grid size for a grid-stride loop over `n` items: enough blocks to fill the GPU, no more.
@@ -38,8 +36,8 @@ int grid_for(int64_t n, int per_block) {
 
 // One thread per score. The flat index runs over [B, Hq, Nq, Nk] with the key j fastest, so a
 // warp writes 32 consecutive scores (coalesced) and reads one Q row (the same for all lanes).
-__global__ void scores_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                              float* __restrict__ s, Shape sh, int64_t total, float scale, bool causal) {
+__global__ void scores_kernel(const float* __restrict__ q, const float* __restrict__ k, float* __restrict__ s, Shape sh,
+                              int64_t total, float scale, bool causal) {
   const int64_t stride = int64_t(blockDim.x) * gridDim.x;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     // TODO(2) (≈ 12 lines): the score s[idx]: recover the key j, the query i and the (batch, head)
@@ -80,8 +78,8 @@ __global__ void softmax_kernel(float* __restrict__ s, int64_t rows, int seq_k) {
 
 // One thread per output element, d fastest: a warp reads one row of P (broadcast) and 32
 // consecutive values of each V row (coalesced).
-__global__ void pv_kernel(const float* __restrict__ p, const float* __restrict__ v, float* __restrict__ o,
-                          Shape sh, int64_t total) {
+__global__ void pv_kernel(const float* __restrict__ p, const float* __restrict__ v, float* __restrict__ o, Shape sh,
+                          int64_t total) {
   const int64_t stride = int64_t(blockDim.x) * gridDim.x;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     // TODO(4) (≈ 7 lines): the output o[idx]: recover its column d and its row from the flat index,
@@ -117,12 +115,11 @@ void naive_attention(const float* q, const float* k, const float* v, float* o, f
   const Shape sh{p.heads_q, p.group_size(), p.seq_q, p.seq_k, p.head_dim};
   const int64_t rows = int64_t(p.batch) * p.heads_q * p.seq_q;
   const int64_t n_scores = rows * p.seq_k;
-  scores_kernel<<<grid_for(n_scores, kThreads), kThreads, 0, stream>>>(q, k, workspace, sh, n_scores,
-                                                                      p.softmax_scale(), p.causal);
+  scores_kernel<<<grid_for(n_scores, kThreads), kThreads, 0, stream>>>(q, k, workspace, sh, n_scores, p.softmax_scale(),
+                                                                       p.causal);
   CUDA_CHECK_LAUNCH();
   softmax_kernel<<<grid_for(rows, 1), kThreads, 0, stream>>>(workspace, rows, p.seq_k);
   CUDA_CHECK_LAUNCH();
-  pv_kernel<<<grid_for(rows * p.head_dim, kThreads), kThreads, 0, stream>>>(workspace, v, o, sh,
-                                                                           rows * p.head_dim);
+  pv_kernel<<<grid_for(rows * p.head_dim, kThreads), kThreads, 0, stream>>>(workspace, v, o, sh, rows * p.head_dim);
   CUDA_CHECK_LAUNCH();
 }

@@ -23,5 +23,5 @@
 
 #include "attention_params.h"
 
-void flash_attention(const float* q, const float* k, const float* v, float* o,
-                     const course::AttentionParams& p, cudaStream_t stream = 0, float* lse = nullptr);
+void flash_attention(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                     cudaStream_t stream = 0, float* lse = nullptr);

@@ -92,34 +92,34 @@ __device__ void online_softmax_step(float (&S)[Bc], const float* V_j, float& m_i
 // Grid: (packed-row tiles, KV heads, batch). Block: Br threads.
 template <int D>
 __global__ void __launch_bounds__(Br)
-gqa_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                     const float* __restrict__ v, float* __restrict__ o,
-                     int heads_q, int seq_q, int seq_k, int group, float scale, bool causal) {
-  extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the tile copies
+    gqa_attention_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                         float* __restrict__ o, int heads_q, int seq_q, int seq_k, int group, float scale,
+                         bool causal) {
+  extern __shared__ float4 smem4[];              // float4: 16-byte alignment for the tile copies
   float* Q_i = reinterpret_cast<float*>(smem4);  // [Br][D + 4], packed rows
   float* K_j = Q_i + Br * (D + 4);               // [Bc][D]
   float* V_j = K_j + Bc * D;                     // [Bc][D]
 
-  const int hk = blockIdx.y, b = blockIdx.z;      // this block's KV head and batch entry
+  const int hk = blockIdx.y, b = blockIdx.z;  // this block's KV head and batch entry
   const int64_t kv_bh = int64_t(b) * gridDim.y + hk;
-  const float* k_bh = k + kv_bh * seq_k * D;      // read by all G heads of the group
+  const float* k_bh = k + kv_bh * seq_k * D;  // read by all G heads of the group
   const float* v_bh = v + kv_bh * seq_k * D;
-  const int rows = seq_q * group;                 // packed rows of (b, hk): Nq positions × G heads
-  const int r0 = blockIdx.x * Br;                 // first packed row of the tile
-  const int r = threadIdx.x;                      // this thread's row of Q_i
-  const int off = seq_k - seq_q;                  // bottom-right causal alignment
+  const int rows = seq_q * group;  // packed rows of (b, hk): Nq positions × G heads
+  const int r0 = blockIdx.x * Br;  // first packed row of the tile
+  const int r = threadIdx.x;       // this thread's row of Q_i
+  const int off = seq_k - seq_q;   // bottom-right causal alignment
   float* q_row = Q_i + r * (D + 4);
 
-  int i = 0;             // query position of packed row r0 + r
-  int64_t qo_row = -1;   // its row of q and o, (b·Hq + h)·Nq + i; stays -1 past the last packed row
+  int i = 0;            // query position of packed row r0 + r
+  int64_t qo_row = -1;  // its row of q and o, (b·Hq + h)·Nq + i; stays -1 past the last packed row
   // TODO(1) (≈ 5 lines): if packed row r0 + r exists (< rows), find its query position i and its
   //          row qo_row of q and o, the row of its own query head (lesson: "03 · Packing the group").
 
   // Each thread copies its own row of Q (scattered over G heads; once per block, so uncoalesced
   // reads cost little); zeros past the last packed row.
   for (int c4 = 0; c4 < D / 4; ++c4)
-    reinterpret_cast<float4*>(q_row)[c4] = qo_row < 0 ? make_float4(0.f, 0.f, 0.f, 0.f)
-                                                       : reinterpret_cast<const float4*>(q + qo_row * D)[c4];
+    reinterpret_cast<float4*>(q_row)[c4] =
+        qo_row < 0 ? make_float4(0.f, 0.f, 0.f, 0.f) : reinterpret_cast<const float4*>(q + qo_row * D)[c4];
 
   int Tc = (seq_k + Bc - 1) / Bc;  // key tiles to visit
   // TODO(2) (≈ 5 lines): causal: visit only the tiles up to the one holding the last key that the
@@ -158,8 +158,8 @@ template <int D>
 void launch(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
             cudaStream_t stream) {
   // More than the default 48 KiB of dynamic shared memory (D = 128: 65 KiB) must be asked for.
-  CUDA_CHECK(cudaFuncSetAttribute(gqa_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  int(smem_bytes<D>())));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(gqa_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes<D>())));
   const int group = p.heads_q / p.heads_kv;
   const int64_t rows = int64_t(p.seq_q) * group;  // packed rows per (b, KV head)
   const dim3 grid(unsigned((rows + Br - 1) / Br), p.heads_kv, p.batch);
@@ -170,8 +170,8 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
 
 }  // namespace
 
-void gqa_attention(const float* q, const float* k, const float* v, float* o,
-                   const course::AttentionParams& p, cudaStream_t stream) {
+void gqa_attention(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                   cudaStream_t stream) {
   const char* fn = "gqa_attention";
   course::require_attention_tensors(q, k, v, o, p, fn);
   course::require(int64_t(p.seq_q) * (p.heads_q / p.heads_kv) <= INT32_MAX, fn, "seq_q",
@@ -181,8 +181,14 @@ void gqa_attention(const float* q, const float* k, const float* v, float* o,
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
 
   switch (p.head_dim) {
-    case 32: launch<32>(q, k, v, o, p, stream); break;
-    case 64: launch<64>(q, k, v, o, p, stream); break;
-    default: launch<128>(q, k, v, o, p, stream); break;
+    case 32:
+      launch<32>(q, k, v, o, p, stream);
+      break;
+    case 64:
+      launch<64>(q, k, v, o, p, stream);
+      break;
+    default:
+      launch<128>(q, k, v, o, p, stream);
+      break;
   }
 }

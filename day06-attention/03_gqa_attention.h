@@ -18,5 +18,5 @@
 
 #include "attention_params.h"
 
-void gqa_attention(const float* q, const float* k, const float* v, float* o,
-                   const course::AttentionParams& p, cudaStream_t stream = 0);
+void gqa_attention(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                   cudaStream_t stream = 0);

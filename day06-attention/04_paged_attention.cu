@@ -46,8 +46,7 @@ __device__ float4 fma4(float s, float4 a, float4 acc) {
 
 // Merge the online-softmax state (m2, l2, acc2) into (m, l, acc); both may be empty (m = -inf).
 // m is in raw score units; exponents are (m - m_new)·scale·log2(e).
-__device__ void merge_state(float& m, float& l, float4& acc, float m2, float l2, float4 acc2,
-                            float scale_log2) {
+__device__ void merge_state(float& m, float& l, float4& acc, float m2, float l2, float4 acc2, float scale_log2) {
   const float m_new = fmaxf(m, m2);
   const float m_use = m_new == -INFINITY ? 0.f : m_new;
   const float a = exp2f((m - m_use) * scale_log2), a2 = exp2f((m2 - m_use) * scale_log2);
@@ -58,12 +57,12 @@ __device__ void merge_state(float& m, float& l, float4& acc, float m2, float l2,
 
 template <int D, int GB>
 __global__ void __launch_bounds__(kWarps * 32)
-paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                    const float* __restrict__ v_cache, const int32_t* __restrict__ block_table,
-                    const int32_t* __restrict__ context_lens, float* __restrict__ o, int heads_q,
-                    int heads_kv, int block_size, int max_blocks_per_seq, float scale_log2) {
-  constexpr int kLanesPerToken = D / 4;                 // one float4 of the row per lane
-  constexpr int kTokensPerStep = 32 / kLanesPerToken;   // tokens one warp load covers (1, 2, 4)
+    paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
+                        const float* __restrict__ v_cache, const int32_t* __restrict__ block_table,
+                        const int32_t* __restrict__ context_lens, float* __restrict__ o, int heads_q, int heads_kv,
+                        int block_size, int max_blocks_per_seq, float scale_log2) {
+  constexpr int kLanesPerToken = D / 4;                // one float4 of the row per lane
+  constexpr int kTokensPerStep = 32 / kLanesPerToken;  // tokens one warp load covers (1, 2, 4)
   constexpr int kTokensPerIter = kTokensPerStep * kUnroll;
   // Per-warp partial results for the final merge (16 KiB at D = 128, GB = 8).
   __shared__ float4 part_acc[kWarps][GB][kLanesPerToken];
@@ -161,8 +160,8 @@ paged_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cac
     if (g0 + g >= group) continue;
     float m_all = -INFINITY, l_all = 0.f;
     float4 acc_all = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int w = 0; w < kWarps; ++w) merge_state(m_all, l_all, acc_all, part_m[w][g], part_l[w][g], part_acc[w][g][c],
-                                                    scale_log2);
+    for (int w = 0; w < kWarps; ++w)
+      merge_state(m_all, l_all, acc_all, part_m[w][g], part_l[w][g], part_acc[w][g][c], scale_log2);
     // TODO(5) (≈ 3 lines): store the merged, normalised output of served head g (float4 c of its row of
     //          o); a sequence with no token outputs zeros (lesson: "04 · Merging partial states").
   }
@@ -173,9 +172,9 @@ void launch(const float* q, const float* k_cache, const float* v_cache, const in
             const int32_t* context_lens, float* o, const course::PagedParams& p, cudaStream_t stream) {
   const int chunks = (p.group_size() + GB - 1) / GB;
   const dim3 grid(unsigned(p.heads_kv * chunks), unsigned(p.batch));
-  paged_decode_kernel<D, GB><<<grid, kWarps * 32, 0, stream>>>(
-      q, k_cache, v_cache, block_table, context_lens, o, p.heads_q, p.heads_kv, p.block_size,
-      p.max_blocks_per_seq, p.softmax_scale() * kLog2e);
+  paged_decode_kernel<D, GB><<<grid, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, block_table, context_lens, o,
+                                                               p.heads_q, p.heads_kv, p.block_size,
+                                                               p.max_blocks_per_seq, p.softmax_scale() * kLog2e);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -184,19 +183,22 @@ template <int D>
 void launch_d(const float* q, const float* k_cache, const float* v_cache, const int32_t* block_table,
               const int32_t* context_lens, float* o, const course::PagedParams& p, cudaStream_t stream) {
   const int g = p.group_size();
-  if (g <= 1) launch<D, 1>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
-  else if (g <= 2) launch<D, 2>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
-  else if (g <= 4) launch<D, 4>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
-  else launch<D, kMaxHeadsPerBlock>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
+  if (g <= 1)
+    launch<D, 1>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
+  else if (g <= 2)
+    launch<D, 2>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
+  else if (g <= 4)
+    launch<D, 4>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
+  else
+    launch<D, kMaxHeadsPerBlock>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 }  // namespace
 
-void paged_attention(const float* q, const float* k_cache, const float* v_cache,
-                     const int32_t* block_table, const int32_t* context_lens, float* o,
-                     const course::PagedParams& p, cudaStream_t stream) {
+void paged_attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* block_table,
+                     const int32_t* context_lens, float* o, const course::PagedParams& p, cudaStream_t stream) {
   const char* fn = "paged_attention";
   course::require_not_null(q, fn, "q");
   course::require_not_null(k_cache, fn, "k_cache");
@@ -219,12 +221,18 @@ void paged_attention(const float* q, const float* k_cache, const float* v_cache,
   course::require_positive(p.block_size, fn, "block_size");
   course::require_positive(p.num_blocks, fn, "num_blocks");
   course::require_positive(p.max_blocks_per_seq, fn, "max_blocks_per_seq");
-  course::require((long long)p.max_blocks_per_seq * p.block_size <= 0x7fffffffLL, fn,
-                  "max_blocks_per_seq", "times block_size must fit in int");
+  course::require((long long)p.max_blocks_per_seq * p.block_size <= 0x7fffffffLL, fn, "max_blocks_per_seq",
+                  "times block_size must fit in int");
 
   switch (p.head_dim) {
-    case 32: launch_d<32>(q, k_cache, v_cache, block_table, context_lens, o, p, stream); break;
-    case 64: launch_d<64>(q, k_cache, v_cache, block_table, context_lens, o, p, stream); break;
-    default: launch_d<128>(q, k_cache, v_cache, block_table, context_lens, o, p, stream); break;
+    case 32:
+      launch_d<32>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
+      break;
+    case 64:
+      launch_d<64>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
+      break;
+    default:
+      launch_d<128>(q, k_cache, v_cache, block_table, context_lens, o, p, stream);
+      break;
   }
 }

@@ -33,6 +33,5 @@
 __host__ __device__ int64_t paged_attention_kv_offset(const int32_t* seq_blocks, int t, int hk, int heads_kv,
                                                       int block_size, int head_dim);
 
-void paged_attention(const float* q, const float* k_cache, const float* v_cache,
-                     const int32_t* block_table, const int32_t* context_lens, float* o,
-                     const course::PagedParams& p, cudaStream_t stream = 0);
+void paged_attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* block_table,
+                     const int32_t* context_lens, float* o, const course::PagedParams& p, cudaStream_t stream = 0);

@@ -47,12 +47,11 @@
 struct FlashBackwardTiles {
   int first, end;
 };
-__host__ __device__ FlashBackwardTiles flash_backward_query_tiles(int k0, int seq_q, int seq_k, bool causal,
-                                                                  int br);
+__host__ __device__ FlashBackwardTiles flash_backward_query_tiles(int k0, int seq_q, int seq_k, bool causal, int br);
 
 // Bytes of scratch space the launcher needs: one float per query row, B · Hq · Nq · 4.
 size_t flash_backward_workspace_bytes(const course::AttentionParams& p);
 
-void flash_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
-                    const float* lse, float* dq, float* dk, float* dv, float* workspace,
-                    const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o, const float* lse,
+                    float* dq, float* dk, float* dv, float* workspace, const course::AttentionParams& p,
+                    cudaStream_t stream = 0);

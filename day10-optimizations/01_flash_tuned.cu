@@ -35,12 +35,12 @@ constexpr float kLog2e = 1.4426950408889634f;
 template <int D_, int BR_, int BC_, int RowsPerThread_>
 struct FlashConfig {
   static constexpr int D = D_, BR = BR_, BC = BC_;
-  static constexpr int kRowsPerThread = RowsPerThread_;        // query rows one thread owns
-  static constexpr int kLanesPerRow = 16;                       // a team: half a warp shares rows
-  static constexpr int kTeams = BR / kRowsPerThread;            // teams per block
+  static constexpr int kRowsPerThread = RowsPerThread_;  // query rows one thread owns
+  static constexpr int kLanesPerRow = 16;                // a team: half a warp shares rows
+  static constexpr int kTeams = BR / kRowsPerThread;     // teams per block
   static constexpr int kThreads = kLanesPerRow * kTeams;
-  static constexpr int kKeysPerThread = BC / kLanesPerRow;      // keys of S_ij per thread
-  static constexpr int kColsPerThread = D / kLanesPerRow;       // columns of O_i per thread
+  static constexpr int kKeysPerThread = BC / kLanesPerRow;                   // keys of S_ij per thread
+  static constexpr int kColsPerThread = D / kLanesPerRow;                    // columns of O_i per thread
   static constexpr int kVecWidth = kColsPerThread < 4 ? kColsPerThread : 4;  // floats per V read / O write
   // Leading dimensions in shared memory (floats). Lanes 0..7 of a team read K rows lane,
   // lane+1, ... at the same column; a pad of 4 floats moves consecutive rows by one 16-byte bank
@@ -69,18 +69,18 @@ __device__ __forceinline__ void load_tile(float* dst, const float* src, int row0
 
 template <class C>
 __global__ void __launch_bounds__(C::kThreads)
-flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                       const float* __restrict__ v, float* __restrict__ o, int heads, int group,
-                       int seq_q, int seq_k, float scale, bool causal) {
+    flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                           float* __restrict__ o, int heads, int group, int seq_q, int seq_k, float scale,
+                           bool causal) {
   constexpr int D = C::D, BR = C::BR, BC = C::BC;
   constexpr int kRowsPerThread = C::kRowsPerThread, kKeysPerThread = C::kKeysPerThread;
   constexpr int kLanesPerRow = C::kLanesPerRow, kColsPerThread = C::kColsPerThread, kVecWidth = C::kVecWidth;
-  extern __shared__ float4 smem_f4[];  // float4: 16-byte alignment for the vector accesses
+  extern __shared__ float4 smem_f4[];             // float4: 16-byte alignment for the vector accesses
   float* Qs = reinterpret_cast<float*>(smem_f4);  // Q_i   [BR][LDQ]
-  float* Ks = Qs + BR * C::LDQ;                    // K_j   [BC][LDK]
-  float* Vs = Ks + BC * C::LDK;                    // V_j   [BC][LDV]
-  float* Ps = Vs + BC * C::LDV;                    // P_ijᵀ [BC][LDP]: key-major, so a thread reads
-                                                   // its kRowsPerThread rows of one key as float4s
+  float* Ks = Qs + BR * C::LDQ;                   // K_j   [BC][LDK]
+  float* Vs = Ks + BC * C::LDK;                   // V_j   [BC][LDV]
+  float* Ps = Vs + BC * C::LDV;                   // P_ijᵀ [BC][LDP]: key-major, so a thread reads
+                                                  // its kRowsPerThread rows of one key as float4s
   const int lane = threadIdx.x % kLanesPerRow, team = threadIdx.x / kLanesPerRow;
   // Reverse order: under a causal mask the last query tiles have the most keys; starting them
   // first keeps the tail of the grid short.
@@ -101,8 +101,8 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
   int n_kv_tiles = (seq_k + BC - 1) / BC;
 
   float o_acc[kRowsPerThread][kColsPerThread];  // O_i, unnormalised
-  float m_i[kRowsPerThread];        // running row max of the scaled scores
-  float l_i[kRowsPerThread];        // running row sum of exp2(s - m_i), this thread's keys only
+  float m_i[kRowsPerThread];                    // running row max of the scaled scores
+  float l_i[kRowsPerThread];                    // running row sum of exp2(s - m_i), this thread's keys only
 #pragma unroll
   for (int m = 0; m < kRowsPerThread; ++m) {
     m_i[m] = -INFINITY;
@@ -170,8 +170,8 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
   const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.group_size(), p.seq_q,
-                                                        p.seq_k, p.softmax_scale(), p.causal);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.group_size(), p.seq_q, p.seq_k,
+                                                       p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -184,15 +184,17 @@ void launch_first_fitting(int smem_limit, const float* q, const float* k, const 
   if constexpr (sizeof...(Rest) == 0) {
     launch<First>(q, k, v, o, p, stream);
   } else {
-    if (First::kSmemBytes <= size_t(smem_limit)) launch<First>(q, k, v, o, p, stream);
-    else launch_first_fitting<Rest...>(smem_limit, q, k, v, o, p, stream);
+    if (First::kSmemBytes <= size_t(smem_limit))
+      launch<First>(q, k, v, o, p, stream);
+    else
+      launch_first_fitting<Rest...>(smem_limit, q, k, v, o, p, stream);
   }
 }
 
 }  // namespace
 
-void flash_attention_tuned(const float* q, const float* k, const float* v, float* o,
-                     const course::AttentionParams& p, cudaStream_t stream) {
+void flash_attention_tuned(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                           cudaStream_t stream) {
   const char* fn = "flash_attention_tuned";
   course::require_attention_tensors(q, k, v, o, p, fn);
   course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",

@@ -17,5 +17,5 @@
 
 #include "attention_params.h"
 
-void flash_attention_tuned(const float* q, const float* k, const float* v, float* o,
-                           const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_tuned(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                           cudaStream_t stream = 0);

@@ -50,13 +50,13 @@ using flash_fp32::FlashConfig;
 // plain causal), so i + off − w cannot overflow.
 template <class C>
 __global__ void __launch_bounds__(C::kThreads)
-sliding_window_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                      float* __restrict__ o, int heads, int group, int seq_q, int seq_k, float scale, int w) {
+    sliding_window_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                          float* __restrict__ o, int heads, int group, int seq_q, int seq_k, float scale, int w) {
   constexpr int BR = C::BR, BC = C::BC, D = C::D;
   const int q0 = blockIdx.x * BR;
   const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;
-  const int64_t bh_kv = bh / group;  // GQA: query head h reads KV head h / G
-  const int off = seq_k - seq_q;     // bottom-right alignment
+  const int64_t bh_kv = bh / group;            // GQA: query head h reads KV head h / G
+  const int off = seq_k - seq_q;               // bottom-right alignment
   const int q_last = min(q0 + BR, seq_q) - 1;  // last real row of this tile
 
   // Which key tiles to visit: first_tile, first_tile + 1, ..., first_tile + n_tiles - 1.
@@ -73,9 +73,9 @@ sliding_window_kernel(const float* __restrict__ q, const float* __restrict__ k, 
     return seen;
   };
 
-  flash_fp32::attend_tiles<C>(q + bh * seq_q * D, k + bh_kv * seq_k * D, v + bh_kv * seq_k * D, o + bh * seq_q * D,
-                              q0, seq_q, seq_k, scale, n_tiles, [=](int t) { return (first_tile + t) * BC; },
-                              needs_mask, visible);
+  flash_fp32::attend_tiles<C>(
+      q + bh * seq_q * D, k + bh_kv * seq_k * D, v + bh_kv * seq_k * D, o + bh * seq_q * D, q0, seq_q, seq_k, scale,
+      n_tiles, [=](int t) { return (first_tile + t) * BC; }, needs_mask, visible);
 }
 
 }  // namespace
@@ -97,9 +97,9 @@ namespace {
 // every K/V slot is read once for all of them. The keys are the ring's slots [0, n_valid).
 template <class C>
 __global__ void __launch_bounds__(C::kThreads)
-ring_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
-                   const float* __restrict__ v_cache, const int32_t* __restrict__ seq_lens,
-                   float* __restrict__ o, int heads_q, int heads_kv, int capacity, float scale) {
+    ring_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cache,
+                       const float* __restrict__ v_cache, const int32_t* __restrict__ seq_lens, float* __restrict__ o,
+                       int heads_q, int heads_kv, int capacity, float scale) {
   constexpr int BC = C::BC, D = C::D;
   const int group = heads_q / heads_kv;
   const int q0 = blockIdx.x * C::BR;  // first query head of this tile within the group
@@ -113,19 +113,19 @@ ring_decode_kernel(const float* __restrict__ q, const float* __restrict__ k_cach
 
   // Keys past n_valid are masked (and never copied) by attend_tiles itself, which treats
   // n_valid as seq_k; every other slot is visible to every query head.
-  flash_fp32::attend_tiles<C>(q + q_off, k_cache + kv_off, v_cache + kv_off, o + q_off, q0, group, n_valid, scale,
-                              n_tiles, [=](int t) { return t * BC; },
-                              [=](int kv0) { return kv0 + BC > n_valid; }, [](int, int) { return true; });
+  flash_fp32::attend_tiles<C>(
+      q + q_off, k_cache + kv_off, v_cache + kv_off, o + q_off, q0, group, n_valid, scale, n_tiles,
+      [=](int t) { return t * BC; }, [=](int kv0) { return kv0 + BC > n_valid; }, [](int, int) { return true; });
 }
 
 template <class C>
-void launch_prefill(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
-                    int w, cudaStream_t stream) {
+void launch_prefill(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p, int w,
+                    cudaStream_t stream) {
   const auto kernel = sliding_window_kernel<C>;
   flash_fp32::allow_smem(kernel, C::kSmemBytes);
   const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.group_size(), p.seq_q, p.seq_k,
-                                                        p.softmax_scale(), w);
+                                                       p.softmax_scale(), w);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -136,7 +136,7 @@ void launch_decode(const float* q, const float* k_cache, const float* v_cache, c
   flash_fp32::allow_smem(kernel, C::kSmemBytes);
   const dim3 grid((p.group_size() + C::BR - 1) / C::BR, p.heads_kv, p.batch);
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k_cache, v_cache, seq_lens, o, p.heads_q, p.heads_kv,
-                                                        p.capacity(), p.softmax_scale());
+                                                       p.capacity(), p.softmax_scale());
   CUDA_CHECK_LAUNCH();
 }
 
@@ -154,7 +154,9 @@ void sliding_window_attention(const float* q, const float* k, const float* v, fl
   const int smem_limit = course::smem_limit_per_block();
   auto go = [&](auto config) { launch_prefill<decltype(config)>(q, k, v, o, p, w, stream); };
   switch (p.head_dim) {  // the tile shapes of exercise 01 (FlashConfig<D, BR, BC, kRowsPerThread>)
-    case 32: flash_fp32::with_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, go); break;
+    case 32:
+      flash_fp32::with_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, go);
+      break;
     case 64:
       flash_fp32::with_first_fitting<FlashConfig<64, 64, 64, 8>, FlashConfig<64, 64, 32, 8>>(smem_limit, go);
       break;
@@ -189,8 +191,14 @@ void ring_decode_attention(const float* q, const float* k_cache, const float* v_
   const int smem_limit = course::smem_limit_per_block();
   auto go = [&](auto config) { launch_decode<decltype(config)>(q, k_cache, v_cache, seq_lens, o, p, stream); };
   switch (p.head_dim) {
-    case 32: flash_fp32::with_first_fitting<FlashConfig<32, 8, 64, 4>>(smem_limit, go); break;
-    case 64: flash_fp32::with_first_fitting<FlashConfig<64, 8, 64, 4>>(smem_limit, go); break;
-    default: flash_fp32::with_first_fitting<FlashConfig<128, 8, 32, 4>>(smem_limit, go); break;
+    case 32:
+      flash_fp32::with_first_fitting<FlashConfig<32, 8, 64, 4>>(smem_limit, go);
+      break;
+    case 64:
+      flash_fp32::with_first_fitting<FlashConfig<64, 8, 64, 4>>(smem_limit, go);
+      break;
+    default:
+      flash_fp32::with_first_fitting<FlashConfig<128, 8, 32, 4>>(smem_limit, go);
+      break;
   }
 }

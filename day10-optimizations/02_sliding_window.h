@@ -63,6 +63,5 @@ __host__ __device__ int ring_window_slots(int len, int capacity);
 void sliding_window_attention(const float* q, const float* k, const float* v, float* o,
                               const course::AttentionParams& p, cudaStream_t stream = 0);
 
-void ring_decode_attention(const float* q, const float* k_cache, const float* v_cache,
-                           const int32_t* seq_lens, float* o, const course::RingCacheParams& p,
-                           cudaStream_t stream = 0);
+void ring_decode_attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* seq_lens,
+                           float* o, const course::RingCacheParams& p, cudaStream_t stream = 0);

@@ -57,9 +57,9 @@ constexpr int kBlock = kBlockSparseBlock;
 // is kSub consecutive key tiles.
 template <class C>
 __global__ void __launch_bounds__(C::kThreads)
-block_sparse_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                    float* __restrict__ o, const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
-                    int batch, int heads, int group, int seq_q, int seq_k, float scale, bool causal) {
+    block_sparse_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                        float* __restrict__ o, const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
+                        int batch, int heads, int group, int seq_q, int seq_k, float scale, bool causal) {
   constexpr int BR = C::BR, BC = C::BC, D = C::D, kSub = kBlock / BC;
   static_assert(kBlock % BR == 0 && kBlock % BC == 0, "the kernel's tile must divide the layout's block");
   // A 1-D grid, query tile slowest: every (batch, head) of query tile 0 is launched before any
@@ -69,8 +69,8 @@ block_sparse_kernel(const float* __restrict__ q, const float* __restrict__ k, co
   const int64_t n_bh = int64_t(batch) * heads;
   const int q0 = int(blockIdx.x / n_bh) * BR;
   const int64_t bh = blockIdx.x % n_bh;  // (batch, query head)
-  const int64_t bh_kv = bh / group;  // GQA: query head h reads KV head h / G
-  const int off = seq_k - seq_q;     // bottom-right alignment of the causal mask
+  const int64_t bh_kv = bh / group;      // GQA: query head h reads KV head h / G
+  const int off = seq_k - seq_q;         // bottom-right alignment of the causal mask
 
   // The helpers above: this query tile's list of key blocks, the first key of its t-th key tile
   // (each listed block is kSub tiles of BC keys), and whether a tile needs the per-element mask.
@@ -79,8 +79,8 @@ block_sparse_kernel(const float* __restrict__ q, const float* __restrict__ k, co
   auto needs_mask = [=](int kv0) { return bsr_tile_needs_mask(q0, kv0, BC, seq_k, off, causal); };
   auto visible = [=](int i, int key) { return !causal || key <= i + off; };
 
-  flash_fp32::attend_tiles<C>(q + bh * seq_q * D, k + bh_kv * seq_k * D, v + bh_kv * seq_k * D, o + bh * seq_q * D,
-                              q0, seq_q, seq_k, scale, row.count * kSub, tile_key0, needs_mask, visible);
+  flash_fp32::attend_tiles<C>(q + bh * seq_q * D, k + bh_kv * seq_k * D, v + bh_kv * seq_k * D, o + bh * seq_q * D, q0,
+                              seq_q, seq_k, scale, row.count * kSub, tile_key0, needs_mask, visible);
 }
 
 template <class C>
@@ -89,9 +89,8 @@ void launch(const float* q, const float* k, const float* v, float* o, const cour
   const auto kernel = block_sparse_kernel<C>;
   flash_fp32::allow_smem(kernel, C::kSmemBytes);
   const int64_t n_blocks = int64_t((p.seq_q + C::BR - 1) / C::BR) * p.batch * p.heads_q;
-  kernel<<<unsigned(n_blocks), C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, row_ptr, col_idx, p.batch, p.heads_q,
-                                                                      p.group_size(), p.seq_q, p.seq_k,
-                                                                      p.softmax_scale(), p.causal);
+  kernel<<<unsigned(n_blocks), C::kThreads, C::kSmemBytes, stream>>>(
+      q, k, v, o, row_ptr, col_idx, p.batch, p.heads_q, p.group_size(), p.seq_q, p.seq_k, p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -117,7 +116,9 @@ void block_sparse_attention(const float* q, const float* k, const float* v, floa
   const int smem_limit = course::smem_limit_per_block();
   auto go = [&](auto config) { launch<decltype(config)>(q, k, v, o, p, row_ptr, col_idx, stream); };
   switch (p.head_dim) {  // FlashConfig<D, BR, BC, kRowsPerThread>
-    case 32: flash_fp32::with_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, go); break;
+    case 32:
+      flash_fp32::with_first_fitting<FlashConfig<32, 64, 64, 8>>(smem_limit, go);
+      break;
     case 64:
       flash_fp32::with_first_fitting<FlashConfig<64, 64, 64, 8>, FlashConfig<64, 64, 32, 8>>(smem_limit, go);
       break;

@@ -32,9 +32,9 @@
 
 constexpr int kBlockSparseBlock = 64;
 
-void block_sparse_attention(const float* q, const float* k, const float* v, float* o,
-                            const course::AttentionParams& p, const course::ref::BlockSparseLayout& layout,
-                            const int32_t* row_ptr, const int32_t* col_idx, cudaStream_t stream = 0);
+void block_sparse_attention(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                            const course::ref::BlockSparseLayout& layout, const int32_t* row_ptr,
+                            const int32_t* col_idx, cudaStream_t stream = 0);
 
 // ---- The BSR row walk: the kernel's index helpers, for host and device. The kernel calls them;
 // the tests tagged [index] check their host copies on the CPU (no GPU needed) against brute

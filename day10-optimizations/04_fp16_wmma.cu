@@ -86,16 +86,16 @@ __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
 
 template <class C>
 __global__ void __launch_bounds__(C::kThreads)
-flash_wmma_kernel(const __half* __restrict__ q, const __half* __restrict__ k, const __half* __restrict__ v,
-                  __half* __restrict__ o, int heads, int group, int seq_q, int seq_k, float scale, bool causal) {
+    flash_wmma_kernel(const __half* __restrict__ q, const __half* __restrict__ k, const __half* __restrict__ v,
+                      __half* __restrict__ o, int heads, int group, int seq_q, int seq_k, float scale, bool causal) {
   constexpr int D = C::D, BR = C::BR, BC = C::BC, LDQ = C::LDQ, LDKV = C::LDKV, LDS = C::LDS, LDP = C::LDP;
   extern __shared__ __align__(128) unsigned char smem[];
-  __half* Qs = reinterpret_cast<__half*>(smem);                          // Q_i [BR][LDQ]
-  __half* Ks = reinterpret_cast<__half*>(smem + C::kQBytes);             // K_j [kStages][BC][LDKV]
-  __half* Vs = reinterpret_cast<__half*>(smem + C::kQBytes + C::kKVBytes);  // V_j, same shape
+  __half* Qs = reinterpret_cast<__half*>(smem);                               // Q_i [BR][LDQ]
+  __half* Ks = reinterpret_cast<__half*>(smem + C::kQBytes);                  // K_j [kStages][BC][LDKV]
+  __half* Vs = reinterpret_cast<__half*>(smem + C::kQBytes + C::kKVBytes);    // V_j, same shape
   float* Ss = reinterpret_cast<float*>(smem + C::kQBytes + 2 * C::kKVBytes);  // S_ij [BR][LDS]
-  __half* Ps = reinterpret_cast<__half*>(Ss + BR * LDS);                 // P_ij [BR][LDP], fp16
-  float* alpha_s = reinterpret_cast<float*>(Ps + BR * LDP);              // α of each row, this tile
+  __half* Ps = reinterpret_cast<__half*>(Ss + BR * LDS);                      // P_ij [BR][LDP], fp16
+  float* alpha_s = reinterpret_cast<float*>(Ps + BR * LDP);                   // α of each row, this tile
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // The warp's private slices: rows warp·16 .. warp·16 + 15 of S, P and α. Only __syncwarp()
@@ -107,7 +107,7 @@ flash_wmma_kernel(const __half* __restrict__ q, const __half* __restrict__ k, co
   // Reverse order: under a causal mask the last query tiles have the most keys.
   const int q0 = (gridDim.x - 1 - blockIdx.x) * BR;
   const int64_t bh = int64_t(blockIdx.z) * heads + blockIdx.y;  // (batch, query head)
-  const int64_t bh_kv = bh / group;                              // its KV head (GQA)
+  const int64_t bh_kv = bh / group;                             // its KV head (GQA)
   const __half* q_bh = q + bh * seq_q * D;
   const __half* k_bh = k + bh_kv * seq_k * D;
   const __half* v_bh = v + bh_kv * seq_k * D;
@@ -235,7 +235,7 @@ void launch(const __half* q, const __half* k, const __half* v, __half* o, const 
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
   const dim3 grid((p.seq_q + C::BR - 1) / C::BR, p.heads_q, p.batch);
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, o, p.heads_q, p.group_size(), p.seq_q, p.seq_k,
-                                                        p.softmax_scale(), p.causal);
+                                                       p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -246,8 +246,10 @@ void launch_first_fitting(int smem_limit, const __half* q, const __half* k, cons
   if constexpr (sizeof...(Rest) == 0) {
     launch<First>(q, k, v, o, p, stream);
   } else {
-    if (First::kSmemBytes <= size_t(smem_limit)) launch<First>(q, k, v, o, p, stream);
-    else launch_first_fitting<Rest...>(smem_limit, q, k, v, o, p, stream);
+    if (First::kSmemBytes <= size_t(smem_limit))
+      launch<First>(q, k, v, o, p, stream);
+    else
+      launch_first_fitting<Rest...>(smem_limit, q, k, v, o, p, stream);
   }
 }
 
@@ -265,7 +267,7 @@ void flash_attention_wmma(const __half* q, const __half* k, const __half* v, __h
   if (p.head_dim == 64) {  // WmmaConfig<D, BR, stages>: 72 KiB; 53 KiB
     launch_first_fitting<WmmaConfig<64, 64, 2>, WmmaConfig<64, 64, 1>>(smem_limit, q, k, v, o, p, stream);
   } else {  // 111 KiB; 77 KiB; 56 KiB
-    launch_first_fitting<WmmaConfig<128, 64, 2>, WmmaConfig<128, 64, 1>, WmmaConfig<128, 32, 1>>(
-        smem_limit, q, k, v, o, p, stream);
+    launch_first_fitting<WmmaConfig<128, 64, 2>, WmmaConfig<128, 64, 1>, WmmaConfig<128, 32, 1>>(smem_limit, q, k, v, o,
+                                                                                                 p, stream);
   }
 }

@@ -62,11 +62,11 @@ struct MmaAccPair {
 // (row, key) are exactly the two (row, key) the A layout assigns to that lane's register j.
 __host__ __device__ MmaAccPair mma_p_a_source(int kk, int j);
 
-void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o,
+void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o, const course::AttentionParams& p,
+                         cudaStream_t stream = 0);
+void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
                          const course::AttentionParams& p, cudaStream_t stream = 0);
-void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                         __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream = 0);
 void flash_attention_mma(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
                          const course::AttentionParams& p, cudaStream_t stream = 0);
-void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                         __nv_bfloat16* o, float* lse, const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_mma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
+                         float* lse, const course::AttentionParams& p, cudaStream_t stream = 0);

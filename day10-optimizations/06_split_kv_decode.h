@@ -73,7 +73,6 @@ int split_kv_decode_num_splits(const course::PagedParams& p, const SplitKvOption
 // Bytes of scratch space for the partials: B · Hq · num_splits · (D + 2) floats, 0 for one split.
 size_t split_kv_decode_workspace_bytes(const course::PagedParams& p, const SplitKvOptions& opt = {});
 
-void split_kv_decode(const __half* q, const __half* k_cache, const __half* v_cache,
-                     const int32_t* block_table, const int32_t* context_lens, __half* o,
-                     float* workspace, const course::PagedParams& p, cudaStream_t stream = 0,
-                     const SplitKvOptions& opt = {});
+void split_kv_decode(const __half* q, const __half* k_cache, const __half* v_cache, const int32_t* block_table,
+                     const int32_t* context_lens, __half* o, float* workspace, const course::PagedParams& p,
+                     cudaStream_t stream = 0, const SplitKvOptions& opt = {});

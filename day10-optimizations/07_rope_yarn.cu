@@ -76,9 +76,13 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162f
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 // Grid: one block per (token, chunk of its heads), x = token · chunks + chunk. The block's rows
 // are heads row0 .. row0 + rows − 1 of the token, counting the Hq query heads first and then the
@@ -86,8 +90,8 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { re
 // t % (D/2) and always copies 16-byte piece t % (D/8) of a row.
 template <typename T>
 __global__ void __launch_bounds__(kMaxThreads)
-rope_kernel(const T* q, const T* k, T* q_out, T* k_out, const int32_t* __restrict__ positions, int heads_q,
-            int heads_kv, int seq_len, int head_dim, int layout, int rows_per_block, int chunks, RopeTable table) {
+    rope_kernel(const T* q, const T* k, T* q_out, T* k_out, const int32_t* __restrict__ positions, int heads_q,
+                int heads_kv, int seq_len, int head_dim, int layout, int rows_per_block, int chunks, RopeTable table) {
   __shared__ uint4 tile[kTileBytes / 16];
   const int token = int(blockIdx.x) / chunks;  // b · N + n, also the index into positions
   const int row0 = (int(blockIdx.x) % chunks) * rows_per_block;
@@ -170,9 +174,9 @@ void launch(const T* q, const T* k, T* q_out, T* k_out, const int32_t* positions
                     "must be finite and > beta_slow");
   }
   const long long heads = (long long)p.heads_q + p.heads_kv;
-  const int cap = kTileBytes / (2 * p.head_dim);                      // rows that fit the tile
+  const int cap = kTileBytes / (2 * p.head_dim);  // rows that fit the tile
   const long long chunks = (heads + cap - 1) / cap;
-  const int rows_per_block = int((heads + chunks - 1) / chunks);       // balanced: 40 heads -> 20 + 20
+  const int rows_per_block = int((heads + chunks - 1) / chunks);  // balanced: 40 heads -> 20 + 20
   const long long blocks = (long long)p.batch * p.seq_len * chunks;
   course::require(heads <= 0x7fffffffLL, fn, "heads_kv", "plus heads_q must fit in int");
   course::require(blocks <= 0x7fffffffLL, fn, "seq_len",

@@ -64,8 +64,8 @@ struct RopeParams {
   RopeScaling scaling = RopeScaling::kNone;
   double factor = 1.0;               // s, the context extension factor (>= 1)
   int original_max_position = 4096;  // L, the trained context length (YaRN)
-  double beta_fast = 32.0;  // YaRN: pairs up to ⌊d(β_fast)⌋ (turning > β_fast times within L) keep θ_i
-  double beta_slow = 1.0;   // YaRN: pairs from ⌈d(β_slow)⌉ (turning < β_slow times within L) get θ_i / s
+  double beta_fast = 32.0;           // YaRN: pairs up to ⌊d(β_fast)⌋ (turning > β_fast times within L) keep θ_i
+  double beta_slow = 1.0;  // YaRN: pairs from ⌈d(β_slow)⌉ (turning < β_slow times within L) get θ_i / s
 };
 
 // The two elements of pair i (index helper: the kernel calls it, the [index] tests check it on

@@ -74,9 +74,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 struct KvcDims {
   int heads_q, heads_kv, group, window, rows;  // rows = group · window: window rows per KV head
   int block_size, max_blocks, out_blocks, n_tiles;
-  long long width;                             // max_blocks · block_size: a score row's length
+  long long width;  // max_blocks · block_size: a score row's length
   int n_sink, n_recent, budget, pool_kernel;
-  float scale_log2;                            // softmax scale · log2(e)
+  float scale_log2;  // softmax scale · log2(e)
 };
 
 __device__ float warp_max(float x) {
@@ -103,8 +103,8 @@ __device__ void fold_ml(float& m, float& l, float m2, float l2) {
 // The fp32 K row of token t of KV head hk (sequence b's block table `table`); zeros for t >= len,
 // whose slots hold garbage: they are never read.
 template <int D>
-__device__ void load_key_row(const __half* k_cache, const int32_t* table, int t, int len, int hk,
-                             const KvcDims& dm, float (&k)[D]) {
+__device__ void load_key_row(const __half* k_cache, const int32_t* table, int t, int len, int hk, const KvcDims& dm,
+                             float (&k)[D]) {
   if (t < len) {
     const long long row = kv_pool_row(table[t / dm.block_size], hk, t % dm.block_size, dm.heads_kv, dm.block_size);
     const uint4* src = reinterpret_cast<const uint4*>(k_cache) + row * (D / 8);
@@ -182,9 +182,9 @@ __device__ int block_exclusive_scan(int x, int* sh, int& total) {
 // Pass 1. Grid: x = 128-key tile, y = KV head, z = sequence; thread = key tile·128 + threadIdx.x.
 template <int D>
 __global__ void __launch_bounds__(kTile)
-kvc_row_stats_kernel(const __half* __restrict__ q_window, const __half* __restrict__ k_cache,
-                     const int32_t* __restrict__ block_table, const int32_t* __restrict__ context_lens,
-                     float* __restrict__ part_m, float* __restrict__ part_l, KvcDims dm) {
+    kvc_row_stats_kernel(const __half* __restrict__ q_window, const __half* __restrict__ k_cache,
+                         const int32_t* __restrict__ block_table, const int32_t* __restrict__ context_lens,
+                         float* __restrict__ part_m, float* __restrict__ part_l, KvcDims dm) {
   __shared__ __align__(16) float sh_q[kStageRows * D];
   __shared__ float sh_m[kTile / 32][kStageRows], sh_l[kTile / 32][kStageRows];
   const int tile = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
@@ -224,9 +224,9 @@ kvc_row_stats_kernel(const __half* __restrict__ q_window, const __half* __restri
 // Pass 1b. One warp per window row (b, hk, r): the tiles' partials, folded, are the row's softmax
 // statistics. Lanes fold every 32nd tile, then a butterfly folds the lanes: a fixed order.
 __global__ void __launch_bounds__(128)
-kvc_merge_stats_kernel(const float* __restrict__ part_m, const float* __restrict__ part_l,
-                       const int32_t* __restrict__ context_lens, float* __restrict__ row_m,
-                       float* __restrict__ row_il, KvcDims dm, long long total_rows) {
+    kvc_merge_stats_kernel(const float* __restrict__ part_m, const float* __restrict__ part_l,
+                           const int32_t* __restrict__ context_lens, float* __restrict__ row_m,
+                           float* __restrict__ row_il, KvcDims dm, long long total_rows) {
   const long long row = (long long)blockIdx.x * 4 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= total_rows) return;
@@ -253,10 +253,10 @@ kvc_merge_stats_kernel(const float* __restrict__ part_m, const float* __restrict
 // probability under the row, summed in row order (so equal keys get equal scores, bit for bit).
 template <int D>
 __global__ void __launch_bounds__(kTile)
-kvc_score_kernel(const __half* __restrict__ q_window, const __half* __restrict__ k_cache,
-                 const int32_t* __restrict__ block_table, const int32_t* __restrict__ context_lens,
-                 const float* __restrict__ row_m, const float* __restrict__ row_il, float* __restrict__ scores,
-                 KvcDims dm) {
+    kvc_score_kernel(const __half* __restrict__ q_window, const __half* __restrict__ k_cache,
+                     const int32_t* __restrict__ block_table, const int32_t* __restrict__ context_lens,
+                     const float* __restrict__ row_m, const float* __restrict__ row_il, float* __restrict__ scores,
+                     KvcDims dm) {
   __shared__ __align__(16) float sh_q[kStageRows * D];
   __shared__ float sh_m[kStageRows], sh_il[kStageRows];
   const int tile = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
@@ -292,9 +292,9 @@ kvc_score_kernel(const __half* __restrict__ q_window, const __half* __restrict__
 // ---------------------------------------------------------------------------------------------
 // Selection. Grid: x = KV head, y = sequence; kSelectThreads threads.
 __global__ void __launch_bounds__(kSelectThreads)
-kvc_select_kernel(const float* __restrict__ scores, float* __restrict__ pooled, const int32_t* __restrict__ context_lens,
-                  int32_t* __restrict__ kept_indices, int32_t* __restrict__ out_block_table,
-                  int32_t* __restrict__ out_context_lens, KvcDims dm) {
+    kvc_select_kernel(const float* __restrict__ scores, float* __restrict__ pooled,
+                      const int32_t* __restrict__ context_lens, int32_t* __restrict__ kept_indices,
+                      int32_t* __restrict__ out_block_table, int32_t* __restrict__ out_context_lens, KvcDims dm) {
   __shared__ unsigned hist[256];
   __shared__ unsigned sh_prefix;
   __shared__ int sh_need;
@@ -304,7 +304,8 @@ kvc_select_kernel(const float* __restrict__ scores, float* __restrict__ pooled, 
   const KvKeepPlan plan = kv_keep_plan(len, dm.n_sink, dm.n_recent, dm.budget);
   if (hk == 0) {  // one length and one block table per sequence serve all its heads
     if (tid == 0) out_context_lens[b] = plan.kept;
-    for (int i = tid; i < dm.out_blocks; i += blockDim.x) out_block_table[size_t(b) * dm.out_blocks + i] = b * dm.out_blocks + i;
+    for (int i = tid; i < dm.out_blocks; i += blockDim.x)
+      out_block_table[size_t(b) * dm.out_blocks + i] = b * dm.out_blocks + i;
   }
   const size_t head = size_t(b) * dm.heads_kv + hk;
   const float* sc = scores + head * dm.width;
@@ -384,10 +385,10 @@ kvc_select_kernel(const float* __restrict__ scores, float* __restrict__ pooled, 
 // copy consecutive 16-byte chunks of a row.
 template <int D>
 __global__ void __launch_bounds__(kGatherThreads)
-kvc_gather_kernel(const __half* __restrict__ k_cache, const __half* __restrict__ v_cache,
-                  const int32_t* __restrict__ block_table, const int32_t* __restrict__ context_lens,
-                  const int32_t* __restrict__ kept_indices, __half* __restrict__ k_out, __half* __restrict__ v_out,
-                  KvcDims dm) {
+    kvc_gather_kernel(const __half* __restrict__ k_cache, const __half* __restrict__ v_cache,
+                      const int32_t* __restrict__ block_table, const int32_t* __restrict__ context_lens,
+                      const int32_t* __restrict__ kept_indices, __half* __restrict__ k_out, __half* __restrict__ v_out,
+                      KvcDims dm) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   const int hk = blockIdx.y, b = blockIdx.z;
   const int len = context_lens[b];
@@ -430,7 +431,8 @@ void check_params(const course::PagedParams& p, const KvCompressParams& c, const
   course::require_non_negative(c.n_recent, fn, "n_recent");
   course::require_positive(c.budget, fn, "budget");
   course::require((long long)c.n_sink + c.n_recent <= c.budget, fn, "budget", "must be >= n_sink + n_recent");
-  course::require(c.window <= c.budget, fn, "window", "must be <= budget (a compressed sequence holds the whole window)");
+  course::require(c.window <= c.budget, fn, "window",
+                  "must be <= budget (a compressed sequence holds the whole window)");
   course::require(c.pool_kernel >= 1 && c.pool_kernel <= kMaxPoolKernel && c.pool_kernel % 2 == 1, fn, "pool_kernel",
                   "must be odd and in [1, 31] (got " + std::to_string(c.pool_kernel) + ")");
   const long long out_blocks = (c.budget + (long long)p.block_size - 1) / p.block_size;
@@ -487,22 +489,22 @@ void launch_all(const __half* q_window, const __half* k_cache, const __half* v_c
                 int32_t* out_context_lens, int32_t* kept_indices, const Workspace& ws, const KvcDims& dm, int batch,
                 cudaStream_t stream) {
   const dim3 tiles(unsigned(dm.n_tiles), unsigned(dm.heads_kv), unsigned(batch));
-  kvc_row_stats_kernel<D><<<tiles, kTile, 0, stream>>>(q_window, k_cache, block_table, context_lens, ws.part_m,
-                                                       ws.part_l, dm);
+  kvc_row_stats_kernel<D>
+      <<<tiles, kTile, 0, stream>>>(q_window, k_cache, block_table, context_lens, ws.part_m, ws.part_l, dm);
   CUDA_CHECK_LAUNCH();
   const long long total_rows = (long long)batch * dm.heads_kv * dm.rows;
   kvc_merge_stats_kernel<<<unsigned((total_rows + 3) / 4), 128, 0, stream>>>(ws.part_m, ws.part_l, context_lens,
-                                                                              ws.row_m, ws.row_il, dm, total_rows);
+                                                                             ws.row_m, ws.row_il, dm, total_rows);
   CUDA_CHECK_LAUNCH();
-  kvc_score_kernel<D><<<tiles, kTile, 0, stream>>>(q_window, k_cache, block_table, context_lens, ws.row_m, ws.row_il,
-                                                   ws.scores, dm);
+  kvc_score_kernel<D>
+      <<<tiles, kTile, 0, stream>>>(q_window, k_cache, block_table, context_lens, ws.row_m, ws.row_il, ws.scores, dm);
   CUDA_CHECK_LAUNCH();
   kvc_select_kernel<<<dim3(unsigned(dm.heads_kv), unsigned(batch)), kSelectThreads, 0, stream>>>(
       ws.scores, ws.pooled, context_lens, kept_indices, out_block_table, out_context_lens, dm);
   CUDA_CHECK_LAUNCH();
   const dim3 gather(unsigned((dm.budget + kGatherRows - 1) / kGatherRows), unsigned(dm.heads_kv), unsigned(batch));
-  kvc_gather_kernel<D><<<gather, kGatherThreads, 0, stream>>>(k_cache, v_cache, block_table, context_lens,
-                                                              kept_indices, k_out, v_out, dm);
+  kvc_gather_kernel<D><<<gather, kGatherThreads, 0, stream>>>(k_cache, v_cache, block_table, context_lens, kept_indices,
+                                                              k_out, v_out, dm);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -556,11 +558,16 @@ void kv_compress(const __half* q_window, const __half* k_cache, const __half* v_
   const KvcDims dm = make_dims(p, c);
   const Workspace ws = carve(static_cast<float*>(workspace), dm, p.batch);
   switch (p.head_dim) {
-    case 32: launch_all<32>(q_window, k_cache, v_cache, block_table, context_lens, k_out, v_out, out_block_table,
-                            out_context_lens, kept_indices, ws, dm, p.batch, stream); break;
-    case 64: launch_all<64>(q_window, k_cache, v_cache, block_table, context_lens, k_out, v_out, out_block_table,
-                            out_context_lens, kept_indices, ws, dm, p.batch, stream); break;
-    default: launch_all<128>(q_window, k_cache, v_cache, block_table, context_lens, k_out, v_out, out_block_table,
-                             out_context_lens, kept_indices, ws, dm, p.batch, stream);
+    case 32:
+      launch_all<32>(q_window, k_cache, v_cache, block_table, context_lens, k_out, v_out, out_block_table,
+                     out_context_lens, kept_indices, ws, dm, p.batch, stream);
+      break;
+    case 64:
+      launch_all<64>(q_window, k_cache, v_cache, block_table, context_lens, k_out, v_out, out_block_table,
+                     out_context_lens, kept_indices, ws, dm, p.batch, stream);
+      break;
+    default:
+      launch_all<128>(q_window, k_cache, v_cache, block_table, context_lens, k_out, v_out, out_block_table,
+                      out_context_lens, kept_indices, ws, dm, p.batch, stream);
   }
 }

@@ -120,8 +120,7 @@ course::PagedParams kv_compress_out_params(const course::PagedParams& p, const K
 // block_size keys.
 size_t kv_compress_workspace_bytes(const course::PagedParams& p, const KvCompressParams& c);
 
-void kv_compress(const __half* q_window, const __half* k_cache, const __half* v_cache,
-                 const int32_t* block_table, const int32_t* context_lens, __half* k_out, __half* v_out,
-                 int32_t* out_block_table, int32_t* out_context_lens, int32_t* kept_indices,
-                 void* workspace, const course::PagedParams& p, const KvCompressParams& c,
-                 cudaStream_t stream = 0);
+void kv_compress(const __half* q_window, const __half* k_cache, const __half* v_cache, const int32_t* block_table,
+                 const int32_t* context_lens, __half* k_out, __half* v_out, int32_t* out_block_table,
+                 int32_t* out_context_lens, int32_t* kept_indices, void* workspace, const course::PagedParams& p,
+                 const KvCompressParams& c, cudaStream_t stream = 0);

@@ -69,10 +69,10 @@ __host__ __device__ int bwd_acc_query(int lane, int n, int e, int q0);
 // rounded up to a multiple of 256.
 size_t flash_attention_mma_backward_workspace_bytes(const course::AttentionParams& p);
 
-void flash_attention_mma_backward(const __half* q, const __half* k, const __half* v, const __half* o,
-                                  const __half* d_o, const float* lse, __half* dq, __half* dk, __half* dv,
-                                  float* workspace, const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_mma_backward(const __half* q, const __half* k, const __half* v, const __half* o, const __half* d_o,
+                                  const float* lse, __half* dq, __half* dk, __half* dv, float* workspace,
+                                  const course::AttentionParams& p, cudaStream_t stream = 0);
 void flash_attention_mma_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                                  const __nv_bfloat16* o, const __nv_bfloat16* d_o, const float* lse,
-                                  __nv_bfloat16* dq, __nv_bfloat16* dk, __nv_bfloat16* dv, float* workspace,
+                                  const __nv_bfloat16* o, const __nv_bfloat16* d_o, const float* lse, __nv_bfloat16* dq,
+                                  __nv_bfloat16* dk, __nv_bfloat16* dv, float* workspace,
                                   const course::AttentionParams& p, cudaStream_t stream = 0);

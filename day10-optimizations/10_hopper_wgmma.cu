@@ -72,28 +72,28 @@ constexpr int kTurnBarrier = 3;
 // snippet-begin: config
 template <class T, int D, int kStagesT, bool kOverlapT, bool kPingPongT>
 struct HopperConfig {
-  static constexpr int kStages = kStagesT;          // K/V ring depth
-  static constexpr bool kOverlap = kOverlapT;       // softmax of tile j under the GEMMs of j-1
-  static constexpr bool kPingPong = kPingPongT;     // the consumers take turns issuing GEMMs
-  static constexpr int kRowsPerConsumer = 64;       // M of wgmma: one warpgroup, 64 query rows
-  static constexpr int kConsumers = 2;              // consumer warpgroups
+  static constexpr int kStages = kStagesT;                   // K/V ring depth
+  static constexpr bool kOverlap = kOverlapT;                // softmax of tile j under the GEMMs of j-1
+  static constexpr bool kPingPong = kPingPongT;              // the consumers take turns issuing GEMMs
+  static constexpr int kRowsPerConsumer = 64;                // M of wgmma: one warpgroup, 64 query rows
+  static constexpr int kConsumers = 2;                       // consumer warpgroups
   static constexpr int kBr = kRowsPerConsumer * kConsumers;  // 128 query rows per block
-  static constexpr int kBc = 128;                   // keys per tile: N of S = Q·Kᵀ
+  static constexpr int kBc = 128;                            // keys per tile: N of S = Q·Kᵀ
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kProducerRegs = 24;          // one issuing thread needs almost nothing
-  static constexpr int kConsumerRegs = 240;         // 24·128 + 240·256 = 64512 = 168·384, the start
-  static constexpr int kSwizzleCols = 64;           // 64 16-bit values = one 128-byte swizzle row
+  static constexpr int kProducerRegs = 24;   // one issuing thread needs almost nothing
+  static constexpr int kConsumerRegs = 240;  // 24·128 + 240·256 = 64512 = 168·384, the start
+  static constexpr int kSwizzleCols = 64;    // 64 16-bit values = one 128-byte swizzle row
   static constexpr int kColBlocks = D / kSwizzleCols;
-  static constexpr int kQBlockBytes = kBr * 128;    // one 64-column block of Q_i
-  static constexpr int kKVBlockBytes = kBc * 128;   // one 64-column block of K_j or V_j
+  static constexpr int kQBlockBytes = kBr * 128;   // one 64-column block of Q_i
+  static constexpr int kKVBlockBytes = kBc * 128;  // one 64-column block of K_j or V_j
   static constexpr int kQBytes = kQBlockBytes * kColBlocks;
   static constexpr int kKVTileBytes = kKVBlockBytes * kColBlocks;
-  static constexpr int kKSteps = D / 16;            // k-steps of S = Q·Kᵀ (k = head dim)
-  static constexpr int kPVSteps = kBc / 16;         // k-steps of O += P·V (k = keys)
-  static constexpr int kAccS = kBc / 2;             // S elements per consumer thread
-  static constexpr int kAccO = D / 2;               // O elements per consumer thread
+  static constexpr int kKSteps = D / 16;                   // k-steps of S = Q·Kᵀ (k = head dim)
+  static constexpr int kPVSteps = kBc / 16;                // k-steps of O += P·V (k = keys)
+  static constexpr int kAccS = kBc / 2;                    // S elements per consumer thread
+  static constexpr int kAccO = D / 2;                      // O elements per consumer thread
   static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp
-  static constexpr int kBarriers = 2 + 4 * kStages;  // Q full; per stage K/V full, K/V empty; done
+  static constexpr int kBarriers = 2 + 4 * kStages;        // Q full; per stage K/V full, K/V empty; done
   // 1024 bytes of slack: the swizzle repeats every 1024 bytes and tiles must start on one.
   static constexpr size_t kSmemBytes = 1024 + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
 };
@@ -114,8 +114,8 @@ struct Barriers {
 // ---- the producer: one thread --------------------------------------------------------------
 template <class C, class T>
 __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorMap* tm_k, const CUtensorMap* tm_v,
-                                        T* Qs, T* Ks, T* Vs, Barriers<C::kStages>& bar, int q0, int bh_q,
-                                        int bh_kv, int n_tiles) {
+                                        T* Qs, T* Ks, T* Vs, Barriers<C::kStages>& bar, int q0, int bh_q, int bh_kv,
+                                        int n_tiles) {
   hopper::tma_prefetch_map(tm_q);
   hopper::tma_prefetch_map(tm_k);
   hopper::tma_prefetch_map(tm_v);
@@ -134,8 +134,10 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
 // O is 64 × D: one wgmma shape per head dim.
 template <class T, int D>
 __device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t db) {
-  if constexpr (D == 64) hopper::wgmma_m64n64k16_rs<T>(o, a, db, 1);
-  else hopper::wgmma_m64n128k16_rs<T>(o, a, db, 1);
+  if constexpr (D == 64)
+    hopper::wgmma_m64n64k16_rs<T>(o, a, db, 1);
+  else
+    hopper::wgmma_m64n128k16_rs<T>(o, a, db, 1);
 }
 
 // S = Q_i K_jᵀ for this warpgroup's 64 rows: D/16 wgmma's, both operands K-major with the
@@ -202,7 +204,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
                                         const course::AttentionParams& p, float scale, int q0, int h, int b,
                                         int n_tiles, int cw, int t) {
   const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
-  const int row0 = q0 + cw * C::kRowsPerConsumer;      // this warpgroup's first query row
+  const int row0 = q0 + cw * C::kRowsPerConsumer;  // this warpgroup's first query row
   const uint32_t q_addr = hopper::smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
   const uint32_t k_base = hopper::smem_u32(Ks), v_base = hopper::smem_u32(Vs);
 
@@ -268,7 +270,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
                         float scale) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
-  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* base =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   T* Qs = reinterpret_cast<T*>(base);
   T* Ks = reinterpret_cast<T*>(base + C::kQBytes);
   T* Vs = reinterpret_cast<T*>(base + C::kQBytes + C::kStages * C::kKVTileBytes);
@@ -336,10 +339,14 @@ template <class T, int D>
 void launch_step(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
                  cudaStream_t stream) {
   switch (step) {
-    case WgmmaStep::kSerial: return launch<T, D, 1, false, false>(q, k, v, o, p, stream);
-    case WgmmaStep::kTwoStages: return launch<T, D, 2, false, false>(q, k, v, o, p, stream);
-    case WgmmaStep::kOverlapped: return launch<T, D, 2, true, false>(q, k, v, o, p, stream);
-    case WgmmaStep::kPingPong: return launch<T, D, 2, true, true>(q, k, v, o, p, stream);
+    case WgmmaStep::kSerial:
+      return launch<T, D, 1, false, false>(q, k, v, o, p, stream);
+    case WgmmaStep::kTwoStages:
+      return launch<T, D, 2, false, false>(q, k, v, o, p, stream);
+    case WgmmaStep::kOverlapped:
+      return launch<T, D, 2, true, false>(q, k, v, o, p, stream);
+    case WgmmaStep::kPingPong:
+      return launch<T, D, 2, true, true>(q, k, v, o, p, stream);
   }
   throw std::invalid_argument("flash_attention_wgmma_step: step must be kSerial, kTwoStages, kOverlapped or kPingPong");
 }
@@ -352,8 +359,10 @@ void wgmma_impl(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const 
   course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
-  if (p.head_dim == 64) launch_step<T, 64>(step, q, k, v, o, p, stream);
-  else launch_step<T, 128>(step, q, k, v, o, p, stream);
+  if (p.head_dim == 64)
+    launch_step<T, 64>(step, q, k, v, o, p, stream);
+  else
+    launch_step<T, 128>(step, q, k, v, o, p, stream);
 }
 
 }  // namespace
@@ -363,8 +372,8 @@ void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __
   wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, p, stream);
 }
 
-void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                           __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream) {
+void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
+                           const course::AttentionParams& p, cudaStream_t stream) {
   wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, p, stream);
 }
 
@@ -373,8 +382,7 @@ void flash_attention_wgmma_step(WgmmaStep step, const __half* q, const __half* k
   wgmma_impl(step, q, k, v, o, p, stream);
 }
 
-void flash_attention_wgmma_step(WgmmaStep step, const __nv_bfloat16* q, const __nv_bfloat16* k,
-                                const __nv_bfloat16* v, __nv_bfloat16* o, const course::AttentionParams& p,
-                                cudaStream_t stream) {
+void flash_attention_wgmma_step(WgmmaStep step, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream) {
   wgmma_impl(step, q, k, v, o, p, stream);
 }

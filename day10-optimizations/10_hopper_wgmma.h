@@ -64,12 +64,11 @@ enum class WgmmaStep {
 
 void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __half* o,
                            const course::AttentionParams& p, cudaStream_t stream = 0);
-void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                           __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
+                           const course::AttentionParams& p, cudaStream_t stream = 0);
 
 // One rung of the staircase (same contract, same checks).
 void flash_attention_wgmma_step(WgmmaStep step, const __half* q, const __half* k, const __half* v, __half* o,
                                 const course::AttentionParams& p, cudaStream_t stream = 0);
-void flash_attention_wgmma_step(WgmmaStep step, const __nv_bfloat16* q, const __nv_bfloat16* k,
-                                const __nv_bfloat16* v, __nv_bfloat16* o, const course::AttentionParams& p,
-                                cudaStream_t stream = 0);
+void flash_attention_wgmma_step(WgmmaStep step, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream = 0);

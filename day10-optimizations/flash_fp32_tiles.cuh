@@ -36,12 +36,12 @@ constexpr float kLog2e = 1.4426950408889634f;
 template <int D_, int BR_, int BC_, int RowsPerThread_>
 struct FlashConfig {
   static constexpr int D = D_, BR = BR_, BC = BC_;
-  static constexpr int kRowsPerThread = RowsPerThread_;        // query rows one thread owns
-  static constexpr int kLanesPerRow = 16;                       // a team: half a warp shares rows
-  static constexpr int kTeams = BR / kRowsPerThread;            // teams per block
+  static constexpr int kRowsPerThread = RowsPerThread_;  // query rows one thread owns
+  static constexpr int kLanesPerRow = 16;                // a team: half a warp shares rows
+  static constexpr int kTeams = BR / kRowsPerThread;     // teams per block
   static constexpr int kThreads = kLanesPerRow * kTeams;
-  static constexpr int kKeysPerThread = BC / kLanesPerRow;      // keys of S_ij per thread
-  static constexpr int kColsPerThread = D / kLanesPerRow;       // columns of O_i per thread
+  static constexpr int kKeysPerThread = BC / kLanesPerRow;                   // keys of S_ij per thread
+  static constexpr int kColsPerThread = D / kLanesPerRow;                    // columns of O_i per thread
   static constexpr int kVecWidth = kColsPerThread < 4 ? kColsPerThread : 4;  // floats per V read / O write
   // Leading dimensions in shared memory (floats): a pad of 4 floats moves consecutive K rows (and
   // P rows, one per key) by one 16-byte bank group, so a team's float4 loads are conflict-free.
@@ -88,8 +88,8 @@ struct RowState {
 // S_ij = Q_i K_jᵀ for this thread's kRowsPerThread rows × kKeysPerThread keys (keys lane,
 // lane + 16, ...), four columns of D per step.
 template <class C>
-__device__ __forceinline__ void compute_scores(float (&s)[C::kRowsPerThread][C::kKeysPerThread],
-                                               const float* Qs, const float* Ks, int team, int lane) {
+__device__ __forceinline__ void compute_scores(float (&s)[C::kRowsPerThread][C::kKeysPerThread], const float* Qs,
+                                               const float* Ks, int team, int lane) {
 #pragma unroll
   for (int r = 0; r < C::kRowsPerThread; ++r)
 #pragma unroll
@@ -135,7 +135,8 @@ __device__ __forceinline__ void softmax_update(RowState<C>& st, float (&s)[C::kR
       row_max = fmaxf(row_max, x);
     }
 #pragma unroll
-    for (int w = C::kLanesPerRow / 2; w >= 1; w /= 2) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, w));
+    for (int w = C::kLanesPerRow / 2; w >= 1; w /= 2)
+      row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, w));
     const float m_new = fmaxf(st.m[r], row_max);
     // Nothing visible yet: subtracting 0 instead of -inf gives p = 0 and alpha = 0 on an empty
     // row, never exp2(-inf - -inf) = NaN.
@@ -159,8 +160,8 @@ __device__ __forceinline__ void softmax_update(RowState<C>& st, float (&s)[C::kR
 
 // P_ij -> shared memory, transposed (key-major): each float4 holds 4 consecutive rows of one key.
 template <class C>
-__device__ __forceinline__ void store_p(float* Ps, const float (&s)[C::kRowsPerThread][C::kKeysPerThread],
-                                        int team, int lane) {
+__device__ __forceinline__ void store_p(float* Ps, const float (&s)[C::kRowsPerThread][C::kKeysPerThread], int team,
+                                        int lane) {
 #pragma unroll
   for (int n = 0; n < C::kKeysPerThread; ++n)
 #pragma unroll
@@ -201,7 +202,8 @@ __device__ __forceinline__ void accumulate_pv(RowState<C>& st, const float* Ps, 
 // Epilogue: the row's 16 lanes add up ℓ_i; O_i / ℓ_i is written for every real row. A row that
 // saw no key (ℓ_i = 0, O_i = 0) is written as zeros.
 template <class C>
-__device__ __forceinline__ void write_output(const RowState<C>& st, float* o_bh, int q0, int seq_q, int team, int lane) {
+__device__ __forceinline__ void write_output(const RowState<C>& st, float* o_bh, int q0, int seq_q, int team,
+                                             int lane) {
 #pragma unroll
   for (int r = 0; r < C::kRowsPerThread; ++r) {
     float l = st.l[r];
@@ -214,8 +216,8 @@ __device__ __forceinline__ void write_output(const RowState<C>& st, float* o_bh,
     for (int e = 0; e < C::kColsPerThread; e += C::kVecWidth) {
       float* dst = &o_bh[int64_t(i) * C::D + e * C::kLanesPerRow + lane * C::kVecWidth];
       if constexpr (C::kVecWidth == 4) {
-        *reinterpret_cast<float4*>(dst) = make_float4(st.o[r][e] * inv_l, st.o[r][e + 1] * inv_l,
-                                                      st.o[r][e + 2] * inv_l, st.o[r][e + 3] * inv_l);
+        *reinterpret_cast<float4*>(dst) =
+            make_float4(st.o[r][e] * inv_l, st.o[r][e + 1] * inv_l, st.o[r][e + 2] * inv_l, st.o[r][e + 3] * inv_l);
       } else {
         *reinterpret_cast<float2*>(dst) = make_float2(st.o[r][e] * inv_l, st.o[r][e + 1] * inv_l);
       }
@@ -228,13 +230,13 @@ __device__ __forceinline__ void write_output(const RowState<C>& st, float* o_bh,
 // with cp.async while S_it and P_it·V_t are computed. Needs C::kSmemBytes of dynamic shared memory.
 template <class C, class TileKey0, class NeedsMask, class Visible>
 __device__ __forceinline__ void attend_tiles(const float* q_bh, const float* k_bh, const float* v_bh, float* o_bh,
-                                             int q0, int seq_q, int seq_k, float scale, int n_tiles,
-                                             TileKey0 tile_key0, NeedsMask needs_mask, Visible visible) {
-  extern __shared__ float4 smem_f4[];  // float4: 16-byte alignment for the vector accesses
+                                             int q0, int seq_q, int seq_k, float scale, int n_tiles, TileKey0 tile_key0,
+                                             NeedsMask needs_mask, Visible visible) {
+  extern __shared__ float4 smem_f4[];             // float4: 16-byte alignment for the vector accesses
   float* Qs = reinterpret_cast<float*>(smem_f4);  // Q_i   [BR][LDQ]
-  float* Ks = Qs + C::BR * C::LDQ;                 // K_j   [BC][LDK]
-  float* Vs = Ks + C::BC * C::LDK;                 // V_j   [BC][LDV]
-  float* Ps = Vs + C::BC * C::LDV;                 // P_ijᵀ [BC][LDP]
+  float* Ks = Qs + C::BR * C::LDQ;                // K_j   [BC][LDK]
+  float* Vs = Ks + C::BC * C::LDK;                // V_j   [BC][LDV]
+  float* Ps = Vs + C::BC * C::LDV;                // P_ijᵀ [BC][LDP]
   const int lane = threadIdx.x % C::kLanesPerRow, team = threadIdx.x / C::kLanesPerRow;
 
   RowState<C> st;
@@ -282,9 +284,9 @@ inline void check_heads(int batch, int heads_q, int heads_kv, int head_dim, cons
   course::require_positive(heads_q, fn, "heads_q");
   course::require(heads_q <= 65535, fn, "heads_q", "must be <= 65535 (grid y)");
   course::require_positive(heads_kv, fn, "heads_kv");
-  course::require(heads_kv <= heads_q && heads_q % heads_kv == 0, fn, "heads_kv",
-                  "must divide heads_q (got heads_q=" + std::to_string(heads_q) +
-                      ", heads_kv=" + std::to_string(heads_kv) + ")");
+  course::require(
+      heads_kv <= heads_q && heads_q % heads_kv == 0, fn, "heads_kv",
+      "must divide heads_q (got heads_q=" + std::to_string(heads_q) + ", heads_kv=" + std::to_string(heads_kv) + ")");
   course::require(head_dim == 32 || head_dim == 64 || head_dim == 128, fn, "head_dim",
                   "must be 32, 64 or 128 (got " + std::to_string(head_dim) + ")");
 }
@@ -313,8 +315,10 @@ void with_first_fitting(int smem_limit, Launch&& launch) {
   if constexpr (sizeof...(Rest) == 0) {
     launch(First{});
   } else {
-    if (First::kSmemBytes <= size_t(smem_limit)) launch(First{});
-    else with_first_fitting<Rest...>(smem_limit, launch);
+    if (First::kSmemBytes <= size_t(smem_limit))
+      launch(First{});
+    else
+      with_first_fitting<Rest...>(smem_limit, launch);
   }
 }
 

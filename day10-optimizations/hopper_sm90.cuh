@@ -40,8 +40,7 @@ __device__ __forceinline__ void mbar_init_fence() {
 
 // One arrival that also announces `bytes` more bytes of copies that will complete on this phase.
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
-               : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
 
 // One plain arrival.
@@ -70,8 +69,7 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
 // Waits until the phase of parity `parity` has completed (try_wait itself suspends the thread in
 // hardware for a while between polls, so this loop does not burn issue slots).
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  while (!mbar_try_wait(bar, parity)) {
-  }
+  while (!mbar_try_wait(bar, parity)) {}
 }
 
 // ---- an in-kernel watchdog ---------------------------------------------------------------
@@ -167,75 +165,88 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
 // The wgmma shapes this exercise uses, one per (N, operand form); T = __half or __nv_bfloat16,
 // fp32 accumulation always. The operand lists are mechanical: d[i] is accumulator element i of
 // the thread (10_hopper_wgmma.h, wgmma_acc_row/col, says which (row, column) that is).
-#define HOPPER_WGMMA_ACC32(d) \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-#define HOPPER_WGMMA_ACC64(d) \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define HOPPER_WGMMA_ACC32(d)                                                                                 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),  \
+      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), \
+      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define HOPPER_WGMMA_ACC64(d)                                                                                 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),  \
+      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), \
+      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), \
+      "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), \
+      "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+      "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), \
+      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
 // D (64 × 128, fp32) {+}= A (64 × 16) · B (16 × 128). A (Q) and B (K) both from shared memory, both K-major (imm-trans-a = imm-trans-b = 0).
 // scale_d = 0: D = A·B (the old D is ignored, so D needs no zeroing); 1: D += A·B.
-#define HOPPER_WGMMA_M64N128K16_SS(TYPE) \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" \
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-               "}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
-               : HOPPER_WGMMA_ACC64(d) \
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define HOPPER_WGMMA_M64N128K16_SS(TYPE)                                                 \
+  asm volatile(                                                                          \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                       \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE                       \
+      " {"                                                                               \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "           \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"   \
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"                                                 \
+      : HOPPER_WGMMA_ACC64(d)                                                            \
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 template <class T>
 __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  if constexpr (std::is_same<T, __half>::value) HOPPER_WGMMA_M64N128K16_SS("f16");
-  else HOPPER_WGMMA_M64N128K16_SS("bf16");
+  if constexpr (std::is_same<T, __half>::value)
+    HOPPER_WGMMA_M64N128K16_SS("f16");
+  else
+    HOPPER_WGMMA_M64N128K16_SS("bf16");
 }
 
 // D (64 × 64, fp32) {+}= A (64 × 16) · B (16 × 64). A (P) from registers: four 32-bit registers per thread, the m64k16 A fragment; B (V)
 // from shared memory, N-major (imm-trans-b = 1: V is stored keys × D, D contiguous).
 // scale_d = 0: D = A·B (the old D is ignored, so D needs no zeroing); 1: D += A·B.
-#define HOPPER_WGMMA_M64N64K16_RS(TYPE) \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {" \
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-               "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
-               : HOPPER_WGMMA_ACC32(d) \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
+#define HOPPER_WGMMA_M64N64K16_RS(TYPE)                                                \
+  asm volatile(                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                     \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE                      \
+      " {"                                                                             \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                 \
+      : HOPPER_WGMMA_ACC32(d)                                                          \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
 template <class T>
-__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
-  if constexpr (std::is_same<T, __half>::value) HOPPER_WGMMA_M64N64K16_RS("f16");
-  else HOPPER_WGMMA_M64N64K16_RS("bf16");
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                                                   int scale_d) {
+  if constexpr (std::is_same<T, __half>::value)
+    HOPPER_WGMMA_M64N64K16_RS("f16");
+  else
+    HOPPER_WGMMA_M64N64K16_RS("bf16");
 }
 
 // D (64 × 128, fp32) {+}= A (64 × 16) · B (16 × 128). A (P) from registers: four 32-bit registers per thread, the m64k16 A fragment; B (V)
 // from shared memory, N-major (imm-trans-b = 1: V is stored keys × D, D contiguous).
 // scale_d = 0: D = A·B (the old D is ignored, so D needs no zeroing); 1: D += A·B.
-#define HOPPER_WGMMA_M64N128K16_RS(TYPE) \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n" \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" \
-               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-               "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n" \
-               : HOPPER_WGMMA_ACC64(d) \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
+#define HOPPER_WGMMA_M64N128K16_RS(TYPE)                                                 \
+  asm volatile(                                                                          \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                       \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE                       \
+      " {"                                                                               \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "           \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"   \
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                   \
+      : HOPPER_WGMMA_ACC64(d)                                                            \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
 template <class T>
-__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
-  if constexpr (std::is_same<T, __half>::value) HOPPER_WGMMA_M64N128K16_RS("f16");
-  else HOPPER_WGMMA_M64N128K16_RS("bf16");
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b,
+                                                    int scale_d) {
+  if constexpr (std::is_same<T, __half>::value)
+    HOPPER_WGMMA_M64N128K16_RS("f16");
+  else
+    HOPPER_WGMMA_M64N128K16_RS("bf16");
 }
-
 
 // ---- host: tensor maps ---------------------------------------------------------------------
 // cuTensorMapEncodeTiled is a driver function; the runtime hands out its address, so the
@@ -244,8 +255,8 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult status{};
-    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
-                                                              cudaEnableDefault, &status);
+    const cudaError_t err =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &status);
     if (err != cudaSuccess || status != cudaDriverEntryPointSuccess || p == nullptr)
       throw std::runtime_error("hopper: the driver has no cuTensorMapEncodeTiled (needs a CUDA 12 driver)");
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
@@ -264,8 +275,8 @@ CUtensorMap make_tensor_map_sw128(const T* base, uint64_t planes, uint64_t rows,
   const cuuint64_t strides[2] = {cols * sizeof(T), rows * cols * sizeof(T)};  // bytes, dims 1 and 2
   const cuuint32_t box[3] = {64, box_rows, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUtensorMapDataType type = std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                                   : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUtensorMapDataType type =
+      std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<T*>(base), dims, strides, box, elem_strides,
                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -39,8 +39,7 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
 
 // 4 bytes global -> shared (one float of a per-row statistic); valid == false writes zero.
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
-               "r"(valid ? 4 : 0));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(valid ? 4 : 0));
 }
 
 // Copies rows row0 .. row0 + kRows - 1 of a [n, kCols] row-major matrix into a swizzled

@@ -25,9 +25,7 @@ std::vector<int> row(const BlockSparseLayout& l, int r) {
 std::string problem(const BlockSparseLayout& l, int nq, int nk) {
   try {
     sparse::check_layout(l, nq, nk, 64, "test");
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
+  } catch (const std::invalid_argument& e) { return e.what(); }
   return "";
 }
 
@@ -126,8 +124,8 @@ TEST_CASE("check_layout names the broken field", "[sparse][layout]") {
   broken([](auto& l) { l.row_ptr[0] = 1; }, "row_ptr");
   broken([](auto& l) { l.row_ptr.back() += 1; }, "row_ptr");
   broken([](auto& l) { std::swap(l.row_ptr[1], l.row_ptr[2]); }, "row_ptr");
-  broken([](auto& l) { l.col_idx[0] = 4; }, "col_idx");   // block 4 of 4: out of range
+  broken([](auto& l) { l.col_idx[0] = 4; }, "col_idx");  // block 4 of 4: out of range
   broken([](auto& l) { l.col_idx[0] = -1; }, "col_idx");
   broken([](auto& l) { std::swap(l.col_idx[0], l.col_idx[1]); }, "col_idx");  // unsorted
-  broken([](auto& l) { l.col_idx[1] = l.col_idx[0]; }, "col_idx");             // duplicate
+  broken([](auto& l) { l.col_idx[1] = l.col_idx[0]; }, "col_idx");            // duplicate
 }

@@ -14,7 +14,7 @@ TEST_CASE("exactly representable values convert both ways", "[fp16]") {
   CHECK(float_to_half_bits(1.f) == 0x3C00);
   CHECK(float_to_half_bits(-2.f) == 0xC000);
   CHECK(float_to_half_bits(0.f) == 0x0000);
-  CHECK(float_to_half_bits(65504.f) == 0x7BFF);        // largest finite half
+  CHECK(float_to_half_bits(65504.f) == 0x7BFF);               // largest finite half
   CHECK(float_to_half_bits(std::ldexp(1.f, -24)) == 0x0001);  // smallest subnormal
   CHECK(std::fabs(half_bits_to_float(0x3555) - 0.33325195f) < 1e-7f);
   CHECK(half_bits_to_float(0x0001) == std::ldexp(1.f, -24));
@@ -68,7 +68,7 @@ TEST_CASE("bf16 rounds to nearest, ties to even", "[fp16][bf16]") {
   CHECK(float_to_bf16_bits(1.f + 3 * std::ldexp(1.f, -8)) == 0x3F82);
   // Just above a tie rounds up, where truncation would keep 0x3F80.
   CHECK(float_to_bf16_bits(1.f + std::ldexp(1.f, -8) + std::ldexp(1.f, -20)) == 0x3F81);
-  CHECK(float_to_bf16_bits(1.99f) == 0x3FFF);  // 1.9921875 is the nearest bf16; truncation gives 0x3FFE
+  CHECK(float_to_bf16_bits(1.99f) == 0x3FFF);    // 1.9921875 is the nearest bf16; truncation gives 0x3FFE
   CHECK(float_to_bf16_bits(3.4e38f) == 0x7F80);  // above the largest finite bf16 (~3.39e38): inf
   CHECK(std::isnan(bf16_bits_to_float(float_to_bf16_bits(NAN))));
   CHECK(course::round_to_bf16(0.1f) == 0.10009765625f);

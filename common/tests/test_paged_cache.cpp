@@ -12,8 +12,7 @@
 namespace {
 
 // Element (token t of sequence b, KV head hk, column d) of the cache, through the block table.
-float token_elem(const course::PagedCache& pc, const std::vector<float>& cache, int b, int t, int hk,
-                 int d) {
+float token_elem(const course::PagedCache& pc, const std::vector<float>& cache, int b, int t, int hk, int d) {
   const course::PagedParams& p = pc.p;
   const int phys = pc.table[size_t(b) * p.max_blocks_per_seq + t / p.block_size];
   const size_t row = (size_t(phys) * p.heads_kv + hk) * p.block_size + t % p.block_size;

@@ -178,8 +178,13 @@ TEST_CASE("attention stays finite and correct at logits of +-1e4", "[reference][
 
 TEST_CASE("paged decode equals dense attention over the gathered sequence", "[reference][paged]") {
   PagedParams p;
-  p.batch = 3; p.heads_q = 4; p.heads_kv = 2; p.head_dim = 8; p.block_size = 4;
-  p.max_blocks_per_seq = 5; p.num_blocks = 16;
+  p.batch = 3;
+  p.heads_q = 4;
+  p.heads_kv = 2;
+  p.head_dim = 8;
+  p.block_size = 4;
+  p.max_blocks_per_seq = 5;
+  p.num_blocks = 16;
   const std::vector<int32_t> lens{1, 9, 20};
   // Random permutation of physical blocks handed out to the sequences.
   std::vector<int32_t> perm(p.num_blocks);

@@ -34,9 +34,8 @@ AttentionParams make(int b, int hq, int hkv, int nq, int nk, int d, bool causal 
 }
 
 std::string describe(const AttentionParams& p) {
-  return "B=" + std::to_string(p.batch) + " Hq=" + std::to_string(p.heads_q) +
-         " Hkv=" + std::to_string(p.heads_kv) + " Nq=" + std::to_string(p.seq_q) +
-         " Nk=" + std::to_string(p.seq_k) + " D=" + std::to_string(p.head_dim) +
+  return "B=" + std::to_string(p.batch) + " Hq=" + std::to_string(p.heads_q) + " Hkv=" + std::to_string(p.heads_kv) +
+         " Nq=" + std::to_string(p.seq_q) + " Nk=" + std::to_string(p.seq_k) + " D=" + std::to_string(p.head_dim) +
          (p.causal ? " causal" : "") + (p.window >= 0 ? " window=" + std::to_string(p.window) : "") +
          " scale=" + std::to_string(p.softmax_scale());
 }
@@ -110,15 +109,15 @@ TEST_CASE("dQ dK dV equal central finite differences of the forward pass", "[ref
   auto scaled = make(1, 2, 1, 5, 6, 4, true);
   scaled.scale = 0.3f;
   const std::vector<AttentionParams> cases{
-      make(1, 1, 1, 5, 5, 4),               // MHA, square
-      make(2, 4, 2, 6, 6, 8, true),         // causal, GQA 4:2
-      make(1, 4, 1, 7, 4, 6, true),         // causal Nq > Nk: rows 0..2 see no key; GQA 4:1
-      make(1, 4, 2, 3, 7, 5),               // Nq < Nk, not causal
-      make(1, 4, 4, 3, 7, 8, true),         // causal Nq < Nk (bottom-right)
-      make(1, 4, 2, 7, 7, 4, true, 2),      // sliding window 2
-      make(1, 2, 2, 3, 7, 4, false, 1),     // window with Nq < Nk: keys 0..2 unseen
-      scaled,                               // an explicit scale
-      make(1, 2, 1, 10, 19, 4, true, 12),   // more rows and keys than one tile of 8 (partial tiles)
+      make(1, 1, 1, 5, 5, 4),              // MHA, square
+      make(2, 4, 2, 6, 6, 8, true),        // causal, GQA 4:2
+      make(1, 4, 1, 7, 4, 6, true),        // causal Nq > Nk: rows 0..2 see no key; GQA 4:1
+      make(1, 4, 2, 3, 7, 5),              // Nq < Nk, not causal
+      make(1, 4, 4, 3, 7, 8, true),        // causal Nq < Nk (bottom-right)
+      make(1, 4, 2, 7, 7, 4, true, 2),     // sliding window 2
+      make(1, 2, 2, 3, 7, 4, false, 1),    // window with Nq < Nk: keys 0..2 unseen
+      scaled,                              // an explicit scale
+      make(1, 2, 1, 10, 19, 4, true, 12),  // more rows and keys than one tile of 8 (partial tiles)
   };
   const double h = 1e-5;
   for (size_t c = 0; c < cases.size(); ++c) {
@@ -210,8 +209,10 @@ TEST_CASE("the backward equals a literal transcription of its formulas", "[refer
     CHECK(rel_err(g.dk, dk) <= 1e-12);
     CHECK(rel_err(g.dv, dv) <= 1e-12);
     for (size_t r = 0; r < lse.size(); ++r) {
-      if (lse[r] == -INFINITY) CHECK(g.lse[r] == -INFINITY);
-      else CHECK(near(g.lse[r], lse[r], 1e-12));
+      if (lse[r] == -INFINITY)
+        CHECK(g.lse[r] == -INFINITY);
+      else
+        CHECK(near(g.lse[r], lse[r], 1e-12));
     }
   }
 }
@@ -259,7 +260,8 @@ TEST_CASE("rows that see no key and keys that no row sees get exact zeros", "[re
 //   dQ_i = scale · Σ_j P_ij (dO_i · (V_j − V̄_i)) K_j = scale / n_i · Σ_j (dO_i · (V_j − V̄_i)) (K_j − K̄_i)
 // i.e. scale times the covariance of K and dO_i · V over the visible keys: dQ_i = 0 when row i
 // sees one key, or when the V rows it sees are all equal, or the K rows are.
-TEST_CASE("uniform scores (Q = 0): dV averages dO and dQ is a covariance and dK is 0", "[reference][backward][closed-form]") {
+TEST_CASE("uniform scores (Q = 0): dV averages dO and dQ is a covariance and dK is 0",
+          "[reference][backward][closed-form]") {
   for (const auto& p : {make(1, 2, 1, 4, 6, 4), make(2, 4, 2, 7, 5, 8, true), make(1, 2, 2, 9, 9, 4, true, 3)}) {
     INFO(describe(p));
     const int D = p.head_dim, G = p.group_size();
@@ -368,14 +370,17 @@ TEST_CASE("one dominant key: its dV is the sum of dO and dK and dQ vanish", "[re
         }
         for (int j = 0; j < p.seq_k; ++j)
           for (int t = 0; t < D; ++t) {
-            if (j == c.hot) CHECK(near(g.dv[kv + j * D + t], sum[t]));
-            else CHECK(std::fabs(g.dv[kv + j * D + t]) <= 1e-12f);
+            if (j == c.hot)
+              CHECK(near(g.dv[kv + j * D + t], sum[t]));
+            else
+              CHECK(std::fabs(g.dv[kv + j * D + t]) <= 1e-12f);
           }
       }
   }
 }
 
-TEST_CASE("GQA backward equals MHA with K and V repeated and dK and dV summed over the group", "[reference][backward][gqa]") {
+TEST_CASE("GQA backward equals MHA with K and V repeated and dK and dV summed over the group",
+          "[reference][backward][gqa]") {
   for (const auto& p : {make(2, 4, 2, 6, 9, 8, true), make(1, 4, 1, 7, 5, 4, true), make(2, 4, 2, 8, 8, 4, true, 3),
                         make(1, 4, 1, 5, 7, 8)}) {
     INFO(describe(p));
@@ -477,8 +482,8 @@ TEST_CASE("gradients stay finite at logits of magnitude 1e3 and keep their sum r
     CHECK(all_finite(g.dv));
     for (float x : g.lse) CHECK(!std::isnan(x));
     const double dk_scale = std::max(1.0, double(*std::max_element(g.dk.begin(), g.dk.end(), [](float a, float b) {
-      return std::fabs(a) < std::fabs(b);
-    })));
+                                       return std::fabs(a) < std::fabs(b);
+                                     })));
     for (int b = 0; b < p.batch; ++b)
       for (int hk = 0; hk < p.heads_kv; ++hk)
         for (int t = 0; t < D; ++t) {

@@ -98,7 +98,8 @@ TEST_CASE("kv scores: GQA sums the group (two identical query heads score twice 
   std::vector<float> q2;  // [B, 2, W, D]: head 0 and head 1 both hold q1's head
   const size_t head = size_t(w) * one.p.head_dim;
   for (int b = 0; b < one.p.batch; ++b)
-    for (int h = 0; h < 2; ++h) q2.insert(q2.end(), q1.begin() + ptrdiff_t(b * head), q1.begin() + ptrdiff_t((b + 1) * head));
+    for (int h = 0; h < 2; ++h)
+      q2.insert(q2.end(), q1.begin() + ptrdiff_t(b * head), q1.begin() + ptrdiff_t((b + 1) * head));
   const auto s1 = ref::kv_observation_scores(q1, one.k, one.table, one.lens, one.p, w);
   const auto s2 = ref::kv_observation_scores(q2, one.k, one.table, one.lens, two, w);
   REQUIRE(s1.size() == s2.size());

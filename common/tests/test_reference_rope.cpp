@@ -30,7 +30,9 @@ RopeSpec spec(RopeSpec::Layout layout, RopeSpec::Scaling scaling = RopeSpec::Sca
   return r;
 }
 
-std::vector<float> randn(size_t n, int64_t idx) { return course::random_normal(n, course::case_seed("reference_rope", idx)); }
+std::vector<float> randn(size_t n, int64_t idx) {
+  return course::random_normal(n, course::case_seed("reference_rope", idx));
+}
 
 double dot(const float* a, const float* b, int d) {
   double s = 0;
@@ -82,7 +84,8 @@ TEST_CASE("rope at position 0 is the identity; GPT-J on x is NeoX on x with its 
   bool same = true;
   for (size_t row = 0; row < x.size() / D; ++row)
     for (int i = 0; i < D / 2; ++i)
-      same = same && gptj[row * D + 2 * i] == neox[row * D + i] && gptj[row * D + 2 * i + 1] == neox[row * D + i + D / 2];
+      same =
+          same && gptj[row * D + 2 * i] == neox[row * D + i] && gptj[row * D + 2 * i + 1] == neox[row * D + i + D / 2];
   CHECK(same);
 }
 
@@ -92,7 +95,8 @@ TEST_CASE("rope preserves every row's norm (times mscale for YaRN)", "[reference
   std::vector<int32_t> pos(static_cast<size_t>(N));
   for (int n = 0; n < N; ++n) pos[size_t(n)] = n * 123457 - 50000;
   for (auto layout : {RopeSpec::Layout::kNeox, RopeSpec::Layout::kGptj}) {
-    for (auto sc : {RopeSpec::Scaling::kNone, RopeSpec::Scaling::kLinear, RopeSpec::Scaling::kNtk, RopeSpec::Scaling::kYarn}) {
+    for (auto sc :
+         {RopeSpec::Scaling::kNone, RopeSpec::Scaling::kLinear, RopeSpec::Scaling::kNtk, RopeSpec::Scaling::kYarn}) {
       const RopeSpec s = spec(layout, sc, 16.0);
       const double m = ref::rope_mscale(s);
       const auto y = ref::rope(x, pos, B, H, N, D, s);
@@ -121,7 +125,8 @@ TEST_CASE("rope: q_m · k_n depends only on m − n (also 10^6 positions later)"
       for (int u = 0; u < N; ++u) {
         const double a = dot(&q0[size_t(t) * D], &k0[size_t(u) * D], D);
         const double b = dot(&q1[size_t(t) * D], &k1[size_t(u) * D], D);
-        const double scale = std::sqrt(dot(&q[size_t(t) * D], &q[size_t(t) * D], D) * dot(&k[size_t(u) * D], &k[size_t(u) * D], D));
+        const double scale =
+            std::sqrt(dot(&q[size_t(t) * D], &q[size_t(t) * D], D) * dot(&k[size_t(u) * D], &k[size_t(u) * D], D));
         INFO("t " << t << ", u " << u);
         CHECK(std::fabs(a - b) <= 1e-6 * scale);
       }
@@ -139,7 +144,8 @@ TEST_CASE("YaRN with s = 1 is plain RoPE, bit for bit", "[reference][rope]") {
       CHECK(ref::rope(x, pos, B, H, N, D, spec(layout, sc, 1.0)) == plain);
   }
   CHECK(ref::rope_mscale(spec(RopeSpec::Layout::kNeox, RopeSpec::Scaling::kYarn, 1.0)) == 1.0);
-  CHECK(std::fabs(ref::rope_mscale(spec(RopeSpec::Layout::kNeox, RopeSpec::Scaling::kYarn, 16.0)) - 1.2772588722239781) < 1e-15);
+  CHECK(std::fabs(ref::rope_mscale(spec(RopeSpec::Layout::kNeox, RopeSpec::Scaling::kYarn, 16.0)) -
+                  1.2772588722239781) < 1e-15);
 }
 
 TEST_CASE("rope_inv_freq against closed forms: base^(-2i/D), linear θ/s, NTK base·s^(D/(D-2)), YaRN's pair ramp",
@@ -172,12 +178,14 @@ TEST_CASE("rope_inv_freq against closed forms: base^(-2i/D), linear θ/s, NTK ba
     CHECK(std::fabs(yarn[size_t(i)] - want * theta) <= 1e-14 * theta);
   }
   CHECK(std::fabs(ntk[D / 2 - 1] - linear[D / 2 - 1]) <= 1e-13 * linear[D / 2 - 1]);  // NTK's slowest pair = linear's
-  CHECK(ntk[0] == plain[0]);                                                            // NTK's fastest pair is kept
+  CHECK(ntk[0] == plain[0]);                                                          // NTK's fastest pair is kept
   // The lesson's table: the deployed factor next to the paper's (γ linear in r_i = L·θ_i/(2π)).
   const RopeSpec y = spec(RopeSpec::Layout::kNeox, RopeSpec::Scaling::kYarn, s, base, L);
-  const struct { int i; double deployed, paper; } table[] = {
-      {21, 0.966, 0.993}, {24, 0.865, 0.679}, {28, 0.731, 0.424}, {32, 0.596, 0.281},
-      {36, 0.462, 0.200}, {40, 0.327, 0.155}, {44, 0.192, 0.129}};
+  const struct {
+    int i;
+    double deployed, paper;
+  } table[] = {{21, 0.966, 0.993}, {24, 0.865, 0.679}, {28, 0.731, 0.424}, {32, 0.596, 0.281},
+               {36, 0.462, 0.200}, {40, 0.327, 0.155}, {44, 0.192, 0.129}};
   for (const auto& row : table) {
     INFO("pair " << row.i);
     const double r = L * std::pow(base, -2.0 * row.i / D) / (2 * M_PI);
@@ -196,7 +204,8 @@ TEST_CASE("rope_inv_freq against closed forms: base^(-2i/D), linear θ/s, NTK ba
   CHECK(ref::rope_factor(wide, D, D / 2 - 1) > 1.0 / s);
 }
 
-TEST_CASE("the naive fp32 angle loses digits at positions 10^5 .. 10^6 (the lesson's table)", "[reference][rope][precision]") {
+TEST_CASE("the naive fp32 angle loses digits at positions 10^5 .. 10^6 (the lesson's table)",
+          "[reference][rope][precision]") {
   // angle = float(m) · float(θ_i), the product rounded to fp32, against m·θ_i in double.
   // D = 128, base 10000. Error in radians, the worst pair, and its effect on cos.
   const int D = 128;

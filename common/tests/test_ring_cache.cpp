@@ -52,8 +52,10 @@ TEST_CASE("ring decode reference equals windowed attention over the whole sequen
       ks.push_back(course::random_normal(size_t(hkv) * len * D, course::case_seed("ring_ref_k", w * 10 + b)));
       vs.push_back(course::random_normal(size_t(hkv) * len * D, course::case_seed("ring_ref_v", w * 10 + b)));
       for (int h = 0; h < hkv; ++h) {
-        const std::vector<float> kt(ks.back().begin() + ptrdiff_t(h) * len * D, ks.back().begin() + ptrdiff_t(h + 1) * len * D);
-        const std::vector<float> vt(vs.back().begin() + ptrdiff_t(h) * len * D, vs.back().begin() + ptrdiff_t(h + 1) * len * D);
+        const std::vector<float> kt(ks.back().begin() + ptrdiff_t(h) * len * D,
+                                    ks.back().begin() + ptrdiff_t(h + 1) * len * D);
+        const std::vector<float> vt(vs.back().begin() + ptrdiff_t(h) * len * D,
+                                    vs.back().begin() + ptrdiff_t(h + 1) * len * D);
         write_ring(kc, p, b, h, kt, len);
         write_ring(vc, p, b, h, vt, len);
       }

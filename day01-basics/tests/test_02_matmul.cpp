@@ -26,8 +26,10 @@ struct NamedLauncher {
 
 const std::vector<NamedLauncher>& launchers() {
   static const std::vector<NamedLauncher> all{
-      {"matmul_naive", [](const float* a, const float* b, float* c, int m, int n, int k) { matmul_naive(a, b, c, m, n, k); }},
-      {"matmul_tiled", [](const float* a, const float* b, float* c, int m, int n, int k) { matmul_tiled(a, b, c, m, n, k); }},
+      {"matmul_naive",
+       [](const float* a, const float* b, float* c, int m, int n, int k) { matmul_naive(a, b, c, m, n, k); }},
+      {"matmul_tiled",
+       [](const float* a, const float* b, float* c, int m, int n, int k) { matmul_tiled(a, b, c, m, n, k); }},
   };
   return all;
 }
@@ -35,8 +37,7 @@ const std::vector<NamedLauncher>& launchers() {
 // Runs every launcher on one shape with fresh seeded inputs and a NaN-poisoned C.
 void check_shape(const std::string& test, int index, const Shape& s) {
   const uint64_t seed = course::case_seed(test, index);
-  INFO("M = " << s.m << ", N = " << s.n << ", K = " << s.k << ", seed = " << seed
-              << " (set COURSE_SEED to vary)");
+  INFO("M = " << s.m << ", N = " << s.n << ", K = " << s.k << ", seed = " << seed << " (set COURSE_SEED to vary)");
   const auto a = course::random_normal(size_t(s.m) * s.k, seed);
   const auto b = course::random_normal(size_t(s.n) * s.k, seed + 1);
   const auto ref = course::ref::matmul_abt(a, b, s.m, s.n, s.k);
@@ -69,9 +70,8 @@ TEST_CASE("matmul: every small size in every dimension", "[day01][matmul]") {
 }
 
 TEST_CASE("matmul: 1000-wide and long-K shapes", "[day01][matmul]") {
-  const std::vector<Shape> shapes{{1000, 67, 33},  {67, 1000, 7},   {31, 33, 1000},
-                                  {1000, 1000, 67}, {1, 1000, 1000}, {1000, 1, 4095},
-                                  {100, 200, 4096}};
+  const std::vector<Shape> shapes{{1000, 67, 33},  {67, 1000, 7},   {31, 33, 1000},  {1000, 1000, 67},
+                                  {1, 1000, 1000}, {1000, 1, 4095}, {100, 200, 4096}};
   for (size_t i = 0; i < shapes.size(); ++i) check_shape("matmul_medium", int(i), shapes[i]);
 }
 
@@ -91,8 +91,7 @@ TEST_CASE("matmul: K = 0 gives zeros, M = 0 or N = 0 writes nothing", "[day01][m
     DeviceBuffer<float> c(6);
     c.poison();
     l.fn(a.data(), b.data(), c.data(), 2, 3, 0);
-    COURSE_CHECK_OUTPUT(c, std::vector<float>(6, 0.f), course::Dims{{"i", 2}, {"j", 3}},
-                        course::Tolerance::fp32());
+    COURSE_CHECK_OUTPUT(c, std::vector<float>(6, 0.f), course::Dims{{"i", 2}, {"j", 3}}, course::Tolerance::fp32());
     DeviceBuffer<float> untouched(4);
     untouched.poison();
     l.fn(a.data(), b.data(), untouched.data(), 0, 4, 5);

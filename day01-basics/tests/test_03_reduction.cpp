@@ -38,8 +38,7 @@ void check_grid(const std::string& test, const std::vector<Shape>& shapes) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
     const uint64_t seed = course::case_seed(test, int64_t(i));
-    INFO("rows = " << s.rows << ", cols = " << s.cols << ", seed = " << seed
-                   << " (set COURSE_SEED to vary)");
+    INFO("rows = " << s.rows << ", cols = " << s.cols << ", seed = " << seed << " (set COURSE_SEED to vary)");
     check_rows(course::random_normal(size_t(s.rows) * s.cols, seed), s, "normal(0, 1) inputs");
   }
 }

@@ -50,13 +50,12 @@ void check_softmax(const std::vector<float>& x, const Shape& s, bool in_place = 
 }
 
 // normal(0, scale) logits for every shape, each with its own seed.
-void check_grid(const std::string& test, const std::vector<Shape>& shapes, float scale = 1.f,
-                bool in_place = false) {
+void check_grid(const std::string& test, const std::vector<Shape>& shapes, float scale = 1.f, bool in_place = false) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
     const uint64_t seed = course::case_seed(test, int64_t(i));
-    INFO("rows = " << s.rows << ", cols = " << s.cols << ", logits ~ normal(0, " << scale
-                   << "), seed = " << seed << " (set COURSE_SEED to vary)");
+    INFO("rows = " << s.rows << ", cols = " << s.cols << ", logits ~ normal(0, " << scale << "), seed = " << seed
+                   << " (set COURSE_SEED to vary)");
     check_softmax(course::random_normal(size_t(s.rows) * s.cols, seed, 0.f, scale), s, in_place);
   }
 }

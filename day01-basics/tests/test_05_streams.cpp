@@ -44,8 +44,8 @@ std::string chunk_ranges_error(int64_t n, int chunks) {
     for (int c = 0; c < chunks; ++c) cs.push_back(c);
   } else {
     const int64_t boundary = len > 0 ? n / len + (n % len != 0) : 0;  // first chunk that starts at or past n
-    for (int64_t c : {int64_t(0), int64_t(1), int64_t(2), int64_t(chunks / 2), boundary - 1, boundary,
-                      boundary + 1, int64_t(chunks) - 2, int64_t(chunks) - 1})
+    for (int64_t c : {int64_t(0), int64_t(1), int64_t(2), int64_t(chunks / 2), boundary - 1, boundary, boundary + 1,
+                      int64_t(chunks) - 2, int64_t(chunks) - 1})
       if (c >= 0 && c < chunks) cs.push_back(c);
     std::sort(cs.begin(), cs.end());
     cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
@@ -77,12 +77,11 @@ std::string chunk_ranges_error(int64_t n, int chunks) {
       return at + ": overlaps the previous chunk, which ends at " + std::to_string(prev_end);
     if (r.begin != want_begin) return at + ": chunk c starts at c·L";
     if (want_end == n && r.end < n)
-      return at + ": the last non-empty chunk holds the remainder, up to n; elements [" + std::to_string(r.end) +
-             ", " + std::to_string(n) + ") belong to no chunk";
+      return at + ": the last non-empty chunk holds the remainder, up to n; elements [" + std::to_string(r.end) + ", " +
+             std::to_string(n) + ") belong to no chunk";
     return at + ": a chunk holds L elements, cut at n";
   }
-  if (chunks <= 5000 && prev_end != n)
-    return problem + "the chunks end at " + std::to_string(prev_end) + ", not at n";
+  if (chunks <= 5000 && prev_end != n) return problem + "the chunks end at " + std::to_string(prev_end) + ", not at n";
   return "";
 }
 
@@ -108,14 +107,18 @@ class HostBuffer {
  public:
   HostBuffer(size_t n, bool pinned) : n_(n), pinned_(pinned) {
     const size_t total = 2 * course::kGuardBytes + n * sizeof(float);
-    if (pinned) CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&base_), total));
-    else base_ = new unsigned char[total];
+    if (pinned)
+      CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&base_), total));
+    else
+      base_ = new unsigned char[total];
     std::memset(base_, course::kHostGuardByte, course::kGuardBytes);
     std::memset(base_ + course::kGuardBytes + n * sizeof(float), course::kHostGuardByte, course::kGuardBytes);
   }
   ~HostBuffer() {
-    if (pinned_) cudaFreeHost(base_);
-    else delete[] base_;
+    if (pinned_)
+      cudaFreeHost(base_);
+    else
+      delete[] base_;
   }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
@@ -129,11 +132,10 @@ class HostBuffer {
   }
   // "" when both guards are intact, else a sentence for the report.
   std::string guard_damage() const {
-    std::string front = course::describe_guard_damage(base_, course::kGuardBytes, sizeof(float), false,
-                                                      course::kHostGuardByte);
+    std::string front =
+        course::describe_guard_damage(base_, course::kGuardBytes, sizeof(float), false, course::kHostGuardByte);
     std::string back = course::describe_guard_damage(base_ + course::kGuardBytes + n_ * sizeof(float),
-                                                     course::kGuardBytes, sizeof(float), true,
-                                                     course::kHostGuardByte);
+                                                     course::kGuardBytes, sizeof(float), true, course::kHostGuardByte);
     if (!front.empty() && !back.empty()) return front + "; " + back;
     return front + back;
   }
@@ -162,8 +164,13 @@ struct Problem {
   HostBuffer h_x, h_y;
   DeviceBuffer<float> d_x, d_y;
   Problem(int64_t n_, uint64_t seed, bool pinned = true)
-      : n(n_), x(course::random_normal(size_t(n_), seed)), ref(reference(x)), h_x(size_t(n_), pinned),
-        h_y(size_t(n_), pinned), d_x(size_t(n_)), d_y(size_t(n_)) {
+      : n(n_),
+        x(course::random_normal(size_t(n_), seed)),
+        ref(reference(x)),
+        h_x(size_t(n_), pinned),
+        h_y(size_t(n_), pinned),
+        d_x(size_t(n_)),
+        d_y(size_t(n_)) {
     h_x.assign(x);
   }
 };
@@ -179,8 +186,10 @@ void poison_outputs(Problem& p) {
 void check_output(Problem& p, const std::string& what) {
   const course::CompareResult r = course::compare(p.h_y.data(), p.ref.data(), course::Dims{{"i", p.n}},
                                                   course::Tolerance::fp32(), p.h_y.guard_damage());
-  if (!r.ok) FAIL_CHECK(what << ": h_y:\n" << r.report);
-  else SUCCEED(what << ": h_y matches the reference");
+  if (!r.ok)
+    FAIL_CHECK(what << ": h_y:\n" << r.report);
+  else
+    SUCCEED(what << ": h_y matches the reference");
   CUDA_CHECK(cudaDeviceSynchronize());  // a launcher that did not wait: let its copies land before reading guards
   const std::string dx = p.d_x.guard_damage(), dy = p.d_y.guard_damage();
   if (!dx.empty()) FAIL_CHECK(what << ": d_x (device scratch): " << dx);
@@ -194,8 +203,7 @@ void run_and_check(Problem& p, int chunks, int streams, bool in_place = false) {
   poison_outputs(p);
   const std::string what = "n = " + std::to_string(p.n) + ", chunks = " + std::to_string(chunks) +
                            ", streams = " + std::to_string(streams) + (in_place ? ", d_y = d_x" : "");
-  streamed_map(p.h_x.data(), p.h_y.data(), p.d_x.data(), in_place ? p.d_x.data() : p.d_y.data(), p.n, chunks,
-               streams);
+  streamed_map(p.h_x.data(), p.h_y.data(), p.d_x.data(), in_place ? p.d_x.data() : p.d_y.data(), p.n, chunks, streams);
   check_output(p, what);
 }
 
@@ -261,8 +269,8 @@ TEST_CASE("streamed_map: one element per chunk (chunks = n) and more chunks than
   INFO("seed = " << seed << " (set COURSE_SEED to vary)");
   Problem p(1001, seed);
   for (int streams : {1, 3}) {
-    run_and_check(p, 1001, streams);      // n chunks of one element
-    run_and_check(p, 1002, streams);      // n + 1: the last one is empty
+    run_and_check(p, 1001, streams);          // n chunks of one element
+    run_and_check(p, 1002, streams);          // n + 1: the last one is empty
     run_and_check(p, 2 * 1001 + 5, streams);  // L = 1, 1006 empty chunks at the end
   }
   Problem q(5, course::case_seed("streams_many_chunks", 1));
@@ -331,9 +339,9 @@ TEST_CASE("streamed_map: returns only when h_y is complete (final synchronisatio
     d_y.poison();
     CUDA_CHECK(cudaDeviceSynchronize());
     streamed_map(h_x.data(), h_y.data(), d_x.data(), d_y.data(), n, cfg.first, cfg.second);
-    const cudaError_t idle = cudaStreamQuery(0);  // microseconds after the return
+    const cudaError_t idle = cudaStreamQuery(0);                    // microseconds after the return
     for (int64_t i = n - 1; i >= 0; --i) seen[size_t(i)] = out[i];  // last elements first
-    cudaGetLastError();  // cudaErrorNotReady is an answer, not an error to keep
+    cudaGetLastError();                   // cudaErrorNotReady is an answer, not an error to keep
     CUDA_CHECK(cudaDeviceSynchronize());  // whatever the launcher left running, before the buffers go
     const course::CompareResult r = course::compare(seen, ref, course::Dims{{"i", n}}, course::Tolerance::fp32());
     if (!r.ok) FAIL_CHECK("h_y read right after streamed_map returned:\n" << r.report);

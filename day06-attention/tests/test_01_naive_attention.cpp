@@ -39,16 +39,15 @@ void check_naive(const AttentionParams& p, const std::vector<float>& q, const st
   CHECK(ws_damage.empty());  // the kernels stay inside B·Hq·Nq·Nk scores
 }
 
-void run_grid(const std::string& name, const std::vector<Case>& cases, float scale = 0.f,
-              bool exact_qk = false) {
+void run_grid(const std::string& name, const std::vector<Case>& cases, float scale = 0.f, bool exact_qk = false) {
   for (size_t idx = 0; idx < cases.size(); ++idx) {
     const Case& c = cases[idx];
     AttentionParams p = make_params(c);
     p.scale = scale;
     const uint64_t seed = course::case_seed(name, int64_t(idx));
-    INFO("B=" << c.b << " Hq=" << c.hq << " Hkv=" << c.hkv << " Nq=" << c.nq << " Nk=" << c.nk
-              << " D=" << c.d << (c.causal ? " causal" : "") << " scale=" << p.softmax_scale()
-              << " (" << c.why << "), seed = " << seed << " (set COURSE_SEED to vary)");
+    INFO("B=" << c.b << " Hq=" << c.hq << " Hkv=" << c.hkv << " Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d
+              << (c.causal ? " causal" : "") << " scale=" << p.softmax_scale() << " (" << c.why << "), seed = " << seed
+              << " (set COURSE_SEED to vary)");
     // exact_qk: multiples of 1/16, so every logit is exact in fp32 (large-logit cases)
     const auto q = exact_qk ? course::random_normal_sixteenths(size_t(p.q_elems()), seed)
                             : course::random_normal(size_t(p.q_elems()), seed);
@@ -62,37 +61,37 @@ void run_grid(const std::string& name, const std::vector<Case>& cases, float sca
 
 TEST_CASE("naive_attention: small and odd shapes", "[day06][naive_attention][quick]") {
   run_grid("naive_small", {
-      {1, 1, 1, 1, 1, 64, false, "one query, one key"},
-      {1, 1, 1, 1, 1, 64, true, "one query, one key, causal"},
-      {2, 3, 3, 17, 17, 32, true, "batch and heads > 1"},
-      {1, 2, 2, 67, 67, 64, false, "odd length"},
-      {1, 1, 1, 40, 50, 3, false, "odd head_dim"},
-  });
+                              {1, 1, 1, 1, 1, 64, false, "one query, one key"},
+                              {1, 1, 1, 1, 1, 64, true, "one query, one key, causal"},
+                              {2, 3, 3, 17, 17, 32, true, "batch and heads > 1"},
+                              {1, 2, 2, 67, 67, 64, false, "odd length"},
+                              {1, 1, 1, 40, 50, 3, false, "odd head_dim"},
+                          });
 }
 
 TEST_CASE("naive_attention: Nq != Nk, causal alignment is bottom-right", "[day06][naive_attention][quick]") {
   run_grid("naive_nq_ne_nk", {
-      {1, 2, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
-      {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
-      {1, 1, 1, 130, 1, 32, true, "only the last query row sees the single key"},
-      {2, 2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-  });
+                                 {1, 2, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
+                                 {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
+                                 {1, 1, 1, 130, 1, 32, true, "only the last query row sees the single key"},
+                                 {2, 2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
+                             });
 }
 
 TEST_CASE("naive_attention: grouped heads (GQA, MQA)", "[day06][naive_attention][quick]") {
   run_grid("naive_gqa", {
-      {2, 4, 2, 67, 67, 128, true, "GQA, 2 query heads per KV head"},
-      {1, 8, 1, 5, 200, 16, false, "MQA, one KV head"},
-      {1, 12, 4, 33, 70, 64, true, "GQA 3:1, Nq < Nk"},
-  });
+                            {2, 4, 2, 67, 67, 128, true, "GQA, 2 query heads per KV head"},
+                            {1, 8, 1, 5, 200, 16, false, "MQA, one KV head"},
+                            {1, 12, 4, 33, 70, 64, true, "GQA 3:1, Nq < Nk"},
+                        });
 }
 
 TEST_CASE("naive_attention: long sequences", "[day06][naive_attention]") {
   run_grid("naive_long", {
-      {2, 2, 2, 1000, 1000, 64, true, "non-multiple, causal"},
-      {1, 2, 2, 2048, 2048, 64, false, "2048, no mask"},
-      {1, 2, 1, 2048, 2048, 128, true, "2048, causal, GQA"},
-  });
+                             {2, 2, 2, 1000, 1000, 64, true, "non-multiple, causal"},
+                             {1, 2, 2, 2048, 2048, 64, false, "2048, no mask"},
+                             {1, 2, 1, 2048, 2048, 128, true, "2048, causal, GQA"},
+                         });
 }
 
 // Logits of about ±1e3 (scale 64 on dot products of std ~8): exp() overflows float unless the
@@ -100,8 +99,7 @@ TEST_CASE("naive_attention: long sequences", "[day06][naive_attention]") {
 // so every logit is exact in fp32 and only the softmax arithmetic is under test.
 TEST_CASE("naive_attention: logits of magnitude 1e3 stay finite and exact", "[day06][naive_attention][quick]") {
   run_grid("naive_magnitude",
-           {{1, 2, 2, 150, 150, 64, false, "large logits"},
-            {1, 2, 2, 150, 150, 64, true, "large logits, causal"}},
+           {{1, 2, 2, 150, 150, 64, false, "large logits"}, {1, 2, 2, 150, 150, 64, true, "large logits, causal"}},
            64.f, true);
 }
 
@@ -129,12 +127,16 @@ TEST_CASE("naive_attention rejects bad arguments before launching anything", "[d
   COURSE_CHECK_INVALID_ARGUMENT("o", naive_attention(x, x, x, nullptr, w, good));
   COURSE_CHECK_INVALID_ARGUMENT("workspace", naive_attention(x, x, x, o.data(), nullptr, good));
   COURSE_CHECK_INVALID_ARGUMENT("batch", naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.batch = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_q", naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.heads_q = -1; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.heads_kv = 3; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.heads_kv = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_q",
+                                naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.heads_q = -1; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv",
+                                naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.heads_kv = 3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv",
+                                naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.heads_kv = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("seq_q", naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.seq_q = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("seq_k", naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.seq_k = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("head_dim", naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.head_dim = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.head_dim = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("window", naive_attention(x, x, x, o.data(), w, with([](auto& p) { p.window = 4; })));
   CUDA_CHECK(cudaDeviceSynchronize());
   for (float y : o.download()) CHECK(course::is_poison_f32(y));  // nothing was written

@@ -78,9 +78,8 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
     const Case& c = cases[idx];
     const AttentionParams p = make_params(c.b, c.h, c.nq, c.nk, c.d, c.causal);
     const uint64_t seed = course::case_seed(name, int64_t(idx));
-    INFO("B=" << c.b << " H=" << c.h << " Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d
-              << (c.causal ? " causal" : "") << " (" << c.why << "), seed = " << seed
-              << " (set COURSE_SEED to vary)");
+    INFO("B=" << c.b << " H=" << c.h << " Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d << (c.causal ? " causal" : "")
+              << " (" << c.why << "), seed = " << seed << " (set COURSE_SEED to vary)");
     check_flash(p, course::random_normal(size_t(p.q_elems()), seed),
                 course::random_normal(size_t(p.kv_elems()), seed + 1),
                 course::random_normal(size_t(p.kv_elems()), seed + 2));
@@ -91,43 +90,43 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
 
 TEST_CASE("flash_attention: small shapes", "[day06][flash_attention][quick]") {
   run_grid("flash_small", {
-      {1, 1, 1, 1, 64, false, "one query, one key"},
-      {1, 1, 1, 1, 64, true, "one query, one key, causal"},
-      {2, 3, 17, 17, 32, true, "below one tile"},
-      {1, 2, 67, 67, 64, false, "not a tile multiple"},
-      {1, 2, 67, 67, 128, true, "not a tile multiple, causal"},
-      {1, 1, 5, 200, 64, false, "short query, keys over several tiles"},
-  });
+                              {1, 1, 1, 1, 64, false, "one query, one key"},
+                              {1, 1, 1, 1, 64, true, "one query, one key, causal"},
+                              {2, 3, 17, 17, 32, true, "below one tile"},
+                              {1, 2, 67, 67, 64, false, "not a tile multiple"},
+                              {1, 2, 67, 67, 128, true, "not a tile multiple, causal"},
+                              {1, 1, 5, 200, 64, false, "short query, keys over several tiles"},
+                          });
 }
 
 TEST_CASE("flash_attention: Nq != Nk, causal alignment is bottom-right", "[day06][flash_attention][quick]") {
   run_grid("flash_nq_ne_nk", {
-      {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
-      {1, 2, 1, 150, 32, true, "one query sees every key (decode step)"},
-      {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
-      {1, 1, 130, 1, 32, true, "only the last query row sees the single key"},
-      {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-  });
+                                 {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
+                                 {1, 2, 1, 150, 32, true, "one query sees every key (decode step)"},
+                                 {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
+                                 {1, 1, 130, 1, 32, true, "only the last query row sees the single key"},
+                                 {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
+                             });
 }
 
 TEST_CASE("flash_attention: tile boundaries, head dims, batch and heads", "[day06][flash_attention]") {
   run_grid("flash_grid", {
-      {2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
-      {3, 2, 1000, 1000, 32, false, "non-multiple, D=32"},
-      {1, 3, 64, 64, 64, true, "exactly one tile"},
-      {1, 1, 65, 129, 64, true, "one past a tile boundary, both ways"},
-      {1, 2, 511, 1537, 128, true, "chunked prefill over many tiles"},
-      {1, 1, 1, 2048, 128, false, "one query, 2048 keys: the running max must be rescaled"},
-  });
+                             {2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
+                             {3, 2, 1000, 1000, 32, false, "non-multiple, D=32"},
+                             {1, 3, 64, 64, 64, true, "exactly one tile"},
+                             {1, 1, 65, 129, 64, true, "one past a tile boundary, both ways"},
+                             {1, 2, 511, 1537, 128, true, "chunked prefill over many tiles"},
+                             {1, 1, 1, 2048, 128, false, "one query, 2048 keys: the running max must be rescaled"},
+                         });
 }
 
 TEST_CASE("flash_attention: long sequences (2048)", "[day06][flash_attention]") {
   run_grid("flash_long", {
-      {2, 4, 2048, 2048, 64, false, "prefill, no mask"},
-      {2, 4, 2048, 2048, 64, true, "prefill, causal"},
-      {1, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
-      {1, 2, 2048, 1024, 32, true, "Nq > Nk, half the rows see nothing"},
-  });
+                             {2, 4, 2048, 2048, 64, false, "prefill, no mask"},
+                             {2, 4, 2048, 2048, 64, true, "prefill, causal"},
+                             {1, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
+                             {1, 2, 2048, 1024, 32, true, "Nq > Nk, half the rows see nothing"},
+                         });
 }
 
 // Logits of about ±1e3: exp() of them overflows float unless the running max is subtracted.
@@ -145,8 +144,8 @@ TEST_CASE("flash_attention: logits of magnitude 1e3 stay finite and exact", "[da
     AttentionParams p = make_params(c.b, c.h, c.nq, c.nk, c.d, c.causal);
     p.scale = 64.f;  // dot products have std ~8: logits spread over about ±1e3 and beyond
     const uint64_t seed = course::case_seed("flash_magnitude", int64_t(idx));
-    INFO("B=" << c.b << " H=" << c.h << " Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d
-              << (c.causal ? " causal" : "") << " scale=64 (" << c.why << "), seed = " << seed);
+    INFO("B=" << c.b << " H=" << c.h << " Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d << (c.causal ? " causal" : "")
+              << " scale=64 (" << c.why << "), seed = " << seed);
     const auto q = course::random_normal_sixteenths(size_t(p.q_elems()), seed);
     const auto k = course::random_normal_sixteenths(size_t(p.kv_elems()), seed + 1);
     check_flash(p, q, k, course::random_normal(size_t(p.kv_elems()), seed + 2));

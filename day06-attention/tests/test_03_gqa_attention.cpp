@@ -19,9 +19,8 @@ struct Shape {
 };
 
 std::string describe(const Shape& s) {
-  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.heads_q) +
-         " Hkv=" + std::to_string(s.heads_kv) + " Nq=" + std::to_string(s.seq_q) +
-         " Nk=" + std::to_string(s.seq_k) + " D=" + std::to_string(s.head_dim) +
+  return "B=" + std::to_string(s.batch) + " Hq=" + std::to_string(s.heads_q) + " Hkv=" + std::to_string(s.heads_kv) +
+         " Nq=" + std::to_string(s.seq_q) + " Nk=" + std::to_string(s.seq_k) + " D=" + std::to_string(s.head_dim) +
          (s.causal ? " causal" : " full");
 }
 
@@ -51,44 +50,46 @@ void check_shape(const Shape& s, uint64_t seed) {
 }
 
 void check_shapes(const std::vector<Shape>& shapes, const std::string& name) {
-  for (size_t idx = 0; idx < shapes.size(); ++idx)
-    check_shape(shapes[idx], course::case_seed(name, int64_t(idx)));
+  for (size_t idx = 0; idx < shapes.size(); ++idx) check_shape(shapes[idx], course::case_seed(name, int64_t(idx)));
 }
 
 }  // namespace
 
 TEST_CASE("gqa_attention: small GQA and MQA shapes", "[day06][gqa_attention][quick]") {
-  check_shapes({
-                   {1, 8, 2, 33, 47, 64, true},   // G = 4, Nq < Nk, below one tile
-                   {2, 8, 1, 5, 70, 32, false},   // MQA
-                   {1, 4, 4, 17, 17, 128, true},  // MHA
-                   {2, 6, 2, 40, 20, 32, true},   // G = 3, Nq > Nk: rows 0..19 see no key -> zeros
-               },
-               "gqa_quick");
+  check_shapes(
+      {
+          {1, 8, 2, 33, 47, 64, true},   // G = 4, Nq < Nk, below one tile
+          {2, 8, 1, 5, 70, 32, false},   // MQA
+          {1, 4, 4, 17, 17, 128, true},  // MHA
+          {2, 6, 2, 40, 20, 32, true},   // G = 3, Nq > Nk: rows 0..19 see no key -> zeros
+      },
+      "gqa_quick");
 }
 
 TEST_CASE("gqa_attention: head ratios MHA / GQA / MQA over a shape grid", "[day06][gqa_attention]") {
-  check_shapes({
-                   {2, 8, 8, 67, 67, 64, false},      // MHA (G = 1)
-                   {2, 8, 2, 67, 200, 64, true},      // GQA-4, Nq < Nk
-                   {1, 8, 1, 1, 1000, 128, true},     // MQA, one query row (decode-like)
-                   {1, 32, 8, 300, 1000, 64, false},  // Llama-style 32/8
-                   {3, 12, 4, 1000, 67, 32, true},    // G = 3 (rows span tiles unevenly), Nq > Nk:
-                                                      // the first 933 rows see no key -> zeros
-                   {1, 40, 40, 129, 129, 32, true},   // many heads, MHA
-                   {2, 8, 8, 1, 1, 32, false},        // sizes 1
-                   {2, 6, 3, 67, 1000, 128, false},   // G = 2, D = 128
-               },
-               "gqa_grid");
+  check_shapes(
+      {
+          {2, 8, 8, 67, 67, 64, false},      // MHA (G = 1)
+          {2, 8, 2, 67, 200, 64, true},      // GQA-4, Nq < Nk
+          {1, 8, 1, 1, 1000, 128, true},     // MQA, one query row (decode-like)
+          {1, 32, 8, 300, 1000, 64, false},  // Llama-style 32/8
+          {3, 12, 4, 1000, 67, 32, true},    // G = 3 (rows span tiles unevenly), Nq > Nk:
+                                             // the first 933 rows see no key -> zeros
+          {1, 40, 40, 129, 129, 32, true},   // many heads, MHA
+          {2, 8, 8, 1, 1, 32, false},        // sizes 1
+          {2, 6, 3, 67, 1000, 128, false},   // G = 2, D = 128
+      },
+      "gqa_grid");
 }
 
 TEST_CASE("gqa_attention: long sequences (>= 1024, several hundred tiles)", "[day06][gqa_attention]") {
-  check_shapes({
-                   {1, 8, 2, 1100, 1100, 128, true},
-                   {1, 4, 1, 2048, 2048, 64, true},
-                   {2, 8, 4, 1024, 1500, 32, false},
-               },
-               "gqa_long");
+  check_shapes(
+      {
+          {1, 8, 2, 1100, 1100, 128, true},
+          {1, 4, 1, 2048, 2048, 64, true},
+          {2, 8, 4, 1024, 1500, 32, false},
+      },
+      "gqa_long");
 }
 
 // Logits of about ±1e3: exp() of them overflows float unless the running max is subtracted.
@@ -98,9 +99,9 @@ TEST_CASE("gqa_attention: long sequences (>= 1024, several hundred tiles)", "[da
 // arbitrary inputs, merely rounding a logit near 1e3 to fp32 moves two nearly tied keys' weights
 // beyond any fp32 tolerance: a property of fp32, not of the kernel.)
 TEST_CASE("gqa_attention: large logits (|scores| ~1e3) stay finite and exact", "[day06][gqa_attention]") {
-  const std::vector<Shape> shapes{{1, 8, 2, 200, 300, 64, true},   // G = 4, causal, Nq < Nk
-                                  {1, 4, 1, 70, 70, 128, false},   // MQA, D = 128
-                                  {2, 12, 4, 67, 67, 32, true}};   // G = 3, D = 32
+  const std::vector<Shape> shapes{{1, 8, 2, 200, 300, 64, true},  // G = 4, causal, Nq < Nk
+                                  {1, 4, 1, 70, 70, 128, false},  // MQA, D = 128
+                                  {2, 12, 4, 67, 67, 32, true}};  // G = 3, D = 32
   for (size_t idx = 0; idx < shapes.size(); ++idx) {
     course::AttentionParams p = params_of(shapes[idx]);
     p.scale = 64.f;  // dot products have std ~sqrt(D) = 6..11: logits spread over ±1e3 and beyond
@@ -113,8 +114,7 @@ TEST_CASE("gqa_attention: large logits (|scores| ~1e3) stay finite and exact", "
   }
 }
 
-TEST_CASE("gqa_attention rejects bad arguments before launching anything",
-          "[day06][gqa_attention][args][quick]") {
+TEST_CASE("gqa_attention rejects bad arguments before launching anything", "[day06][gqa_attention][args][quick]") {
   const Shape s{1, 8, 2, 16, 16, 64, false};
   const course::AttentionParams good = params_of(s);
   course::DeviceBuffer<float> q(size_t(good.q_elems())), kv(size_t(good.kv_elems())), o(size_t(good.o_elems()));
@@ -130,7 +130,8 @@ TEST_CASE("gqa_attention rejects bad arguments before launching anything",
   COURSE_CHECK_INVALID_ARGUMENT("k", gqa_attention(q.data(), nullptr, kv.data(), o.data(), good));
   COURSE_CHECK_INVALID_ARGUMENT("v", gqa_attention(q.data(), kv.data(), nullptr, o.data(), good));
   COURSE_CHECK_INVALID_ARGUMENT("o", gqa_attention(q.data(), kv.data(), kv.data(), nullptr, good));
-  COURSE_CHECK_INVALID_ARGUMENT("k", gqa_attention(q.data(), kv.data() + 1, kv.data(), o.data(), good));  // not 16-byte aligned
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "k", gqa_attention(q.data(), kv.data() + 1, kv.data(), o.data(), good));  // not 16-byte aligned
   const float* qd = q.data();
   const float* kd = kv.data();
   float* od = o.data();

@@ -38,9 +38,8 @@ std::vector<int32_t> mixed_lens(int bs, course::Rng& rng) {
 std::string describe(const Case& c) {
   std::string lens;
   for (int32_t n : c.lens) lens += (lens.empty() ? "" : ",") + std::to_string(n);
-  return "Hq=" + std::to_string(c.heads_q) + " Hkv=" + std::to_string(c.heads_kv) +
-         " D=" + std::to_string(c.head_dim) + " block_size=" + std::to_string(c.block_size) +
-         " context_lens={" + lens + "}";
+  return "Hq=" + std::to_string(c.heads_q) + " Hkv=" + std::to_string(c.heads_kv) + " D=" + std::to_string(c.head_dim) +
+         " block_size=" + std::to_string(c.block_size) + " context_lens={" + lens + "}";
 }
 
 // The shuffled, NaN-padded cache described at the top of the file (common/paged_cache.h builds
@@ -54,8 +53,7 @@ course::PagedCache build_cache(const Case& c, uint64_t seed) {
 // softmax scale is a power of two, so every logit is exact in fp32 and the plain fp32 tolerance
 // still applies (see course::random_normal_sixteenths).
 void check_case(const Case& c, uint64_t seed, bool large_logits = false) {
-  INFO(describe(c) << (large_logits ? ", logits ~1e3" : "") << ", seed = " << seed
-                   << " (set COURSE_SEED to vary)");
+  INFO(describe(c) << (large_logits ? ", logits ~1e3" : "") << ", seed = " << seed << " (set COURSE_SEED to vary)");
   course::PagedCache pc = build_cache(c, seed);
   course::PagedParams& p = pc.p;
   std::vector<float> q = course::random_normal(size_t(p.q_elems()), seed + 1);
@@ -72,8 +70,7 @@ void check_case(const Case& c, uint64_t seed, bool large_logits = false) {
   d_o.poison();
   paged_attention(d_q.data(), d_k.data(), d_v.data(), d_table.data(), d_lens.data(), d_o.data(), p);
   COURSE_CHECK_OUTPUT(d_o, course::ref::paged_decode_attention(q, pc.k, pc.v, pc.table, c.lens, p),
-                      course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", p.head_dim}},
-                      course::Tolerance::fp32());
+                      course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", p.head_dim}}, course::Tolerance::fp32());
 }
 
 // ---- [index]: the page address on the CPU -------------------------------------------------
@@ -132,8 +129,7 @@ std::string first_gather_mismatch(const IndexCase& c, const std::vector<int32_t>
           return where.str() + "; that is outside the cache of " + std::to_string(cache.size()) + " elements";
         for (int d = 0; d < c.head_dim; ++d)
           if (cache[size_t(off + d)] != label(b, t, hk, d))
-            return where.str() + "; element d=" + std::to_string(d) + " there is not token " +
-                   std::to_string(t) + "'s";
+            return where.str() + "; element d=" + std::to_string(d) + " there is not token " + std::to_string(t) + "'s";
       }
   }
   return "";
@@ -165,9 +161,9 @@ TEST_CASE("paged_attention_kv_offset: a brute-force gather over small random blo
       for (int head_dim : {1, 4, 8})
         for (int blocks_per_seq : {1, 3}) {
           const IndexCase c{3, heads_kv, head_dim, block_size, blocks_per_seq, 2};
-          const std::vector<int32_t> table = course::permuted_block_table(
-              c.batch, c.blocks_per_seq, c.batch * c.blocks_per_seq + c.spare_blocks,
-              course::case_seed("paged_index", index++));
+          const std::vector<int32_t> table =
+              course::permuted_block_table(c.batch, c.blocks_per_seq, c.batch * c.blocks_per_seq + c.spare_blocks,
+                                           course::case_seed("paged_index", index++));
           const std::string mismatch = first_gather_mismatch(c, table);
           INFO(mismatch);
           CHECK(mismatch.empty());
@@ -179,8 +175,7 @@ TEST_CASE("paged_attention: small GQA batch around one block", "[day06][paged_at
   check_case({8, 1, 32, 8, {9, 3}}, course::case_seed("paged_quick", 1));
 }
 
-TEST_CASE("paged_attention: block sizes, head ratios and mixed context lengths",
-          "[day06][paged_attention]") {
+TEST_CASE("paged_attention: block sizes, head ratios and mixed context lengths", "[day06][paged_attention]") {
   // (Hq, Hkv, D, block size); each runs the mixed batch of context lengths.
   const std::vector<std::vector<int>> grid{
       {8, 2, 128, 16},   // GQA-4
@@ -205,13 +200,11 @@ TEST_CASE("paged_attention: block size 1 and a batch of one", "[day06][paged_att
   check_case({16, 4, 128, 16, {4096}}, course::case_seed("paged_edge", 1));
 }
 
-TEST_CASE("paged_attention: large logits (|scores| up to ~1e3) stay finite and accurate",
-          "[day06][paged_attention]") {
+TEST_CASE("paged_attention: large logits (|scores| up to ~1e3) stay finite and accurate", "[day06][paged_attention]") {
   check_case({8, 2, 128, 16, {1, 17, 1000, 4096}}, course::case_seed("paged_magnitude", 0), true);
 }
 
-TEST_CASE("paged_attention rejects bad arguments before launching anything",
-          "[day06][paged_attention][args][quick]") {
+TEST_CASE("paged_attention rejects bad arguments before launching anything", "[day06][paged_attention][args][quick]") {
   course::PagedParams good;
   good.batch = 2;
   good.heads_q = 4;
@@ -242,13 +235,18 @@ TEST_CASE("paged_attention rejects bad arguments before launching anything",
   COURSE_CHECK_INVALID_ARGUMENT("context_lens", paged_attention(qd, cd, cd, td, nullptr, od, good));
   COURSE_CHECK_INVALID_ARGUMENT("o", paged_attention(qd, cd, cd, td, ld, nullptr, good));
   COURSE_CHECK_INVALID_ARGUMENT("batch", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.batch = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_q", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.heads_q = -4; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.heads_kv = 3; })));
-  COURSE_CHECK_INVALID_ARGUMENT("head_dim", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.head_dim = 96; })));
-  COURSE_CHECK_INVALID_ARGUMENT("block_size", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.block_size = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("num_blocks", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.num_blocks = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("max_blocks_per_seq",
-                                paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.max_blocks_per_seq = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_q",
+                                paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.heads_q = -4; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv",
+                                paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.heads_kv = 3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.head_dim = 96; })));
+  COURSE_CHECK_INVALID_ARGUMENT("block_size",
+                                paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.block_size = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("num_blocks",
+                                paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.num_blocks = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "max_blocks_per_seq", paged_attention(qd, cd, cd, td, ld, od, with([](auto& p) { p.max_blocks_per_seq = 0; })));
   CUDA_CHECK(cudaDeviceSynchronize());
   bool untouched = true;
   for (float x : o.download()) untouched = untouched && course::is_poison_f32(x);

@@ -179,17 +179,17 @@ TEST_CASE("flash_backward_query_tiles: the lesson's worked example", "[index][qu
     int br, first, end;
   };
   const Ex examples[] = {
-      {256, 100, 300, true, 16, 3, 7},    // off = 200: row 56 is the first to see key 256, in tile 3
-      {0, 100, 300, true, 16, 0, 7},      // key 0 is seen by every row
-      {256, 100, 300, false, 16, 0, 7},   // no mask: every tile
-      {64, 300, 100, true, 16, 16, 19},   // off = −200: row 264 is the first to see key 64
-      {0, 1, 1, true, 16, 0, 1},          // one query, one key
+      {256, 100, 300, true, 16, 3, 7},   // off = 200: row 56 is the first to see key 256, in tile 3
+      {0, 100, 300, true, 16, 0, 7},     // key 0 is seen by every row
+      {256, 100, 300, false, 16, 0, 7},  // no mask: every tile
+      {64, 300, 100, true, 16, 16, 19},  // off = −200: row 264 is the first to see key 64
+      {0, 1, 1, true, 16, 0, 1},         // one query, one key
   };
   for (const Ex& e : examples) {
     const FlashBackwardTiles got = flash_backward_query_tiles(e.k0, e.nq, e.nk, e.causal, e.br);
-    INFO("flash_backward_query_tiles(k0=" << e.k0 << ", seq_q=" << e.nq << ", seq_k=" << e.nk
-                                          << ", causal=" << e.causal << ", br=" << e.br << ") = [" << got.first
-                                          << ", " << got.end << "), expected [" << e.first << ", " << e.end << ")");
+    INFO("flash_backward_query_tiles(k0=" << e.k0 << ", seq_q=" << e.nq << ", seq_k=" << e.nk << ", causal=" << e.causal
+                                          << ", br=" << e.br << ") = [" << got.first << ", " << got.end
+                                          << "), expected [" << e.first << ", " << e.end << ")");
     CHECK(got.first == e.first);
     CHECK(got.end == e.end);
   }
@@ -200,47 +200,48 @@ TEST_CASE("flash_backward_query_tiles: the lesson's worked example", "[index][qu
 
 TEST_CASE("flash_backward: small shapes", "[day06][flash_backward][quick]") {
   run_grid("bwd_small", {
-      {1, 1, 1, 1, 1, 64, false, "one query, one key"},
-      {1, 1, 1, 1, 1, 64, true, "one query, one key, causal"},
-      {2, 3, 3, 17, 17, 32, true, "below one tile"},
-      {1, 2, 2, 67, 67, 64, false, "not a tile multiple"},
-      {1, 2, 2, 67, 67, 128, true, "not a tile multiple, causal"},
-      {1, 1, 1, 5, 200, 64, false, "short query, keys over several tiles"},
-      {1, 1, 1, 200, 5, 32, false, "many query tiles, one short key tile"},
-  });
+                            {1, 1, 1, 1, 1, 64, false, "one query, one key"},
+                            {1, 1, 1, 1, 1, 64, true, "one query, one key, causal"},
+                            {2, 3, 3, 17, 17, 32, true, "below one tile"},
+                            {1, 2, 2, 67, 67, 64, false, "not a tile multiple"},
+                            {1, 2, 2, 67, 67, 128, true, "not a tile multiple, causal"},
+                            {1, 1, 1, 5, 200, 64, false, "short query, keys over several tiles"},
+                            {1, 1, 1, 200, 5, 32, false, "many query tiles, one short key tile"},
+                        });
 }
 
 TEST_CASE("flash_backward: Nq != Nk, causal alignment is bottom-right", "[day06][flash_backward][quick]") {
   run_grid("bwd_nq_ne_nk", {
-      {1, 2, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
-      {1, 2, 2, 1, 150, 32, true, "one query sees every key (decode step)"},
-      {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, their dQ is zero"},
-      {1, 1, 1, 130, 1, 32, true, "only the last query row sees the single key"},
-      {2, 2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-  });
+                               {1, 2, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
+                               {1, 2, 2, 1, 150, 32, true, "one query sees every key (decode step)"},
+                               {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, their dQ is zero"},
+                               {1, 1, 1, 130, 1, 32, true, "only the last query row sees the single key"},
+                               {2, 2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
+                           });
 }
 
 TEST_CASE("flash_backward: GQA sums dK and dV over the group", "[day06][flash_backward][quick]") {
   run_grid("bwd_gqa", {
-      {1, 8, 8, 70, 70, 64, true, "(8, 8): MHA"},
-      {1, 8, 2, 70, 90, 64, false, "(8, 2): groups of 4"},
-      {2, 8, 1, 45, 100, 128, true, "(8, 1): MQA, Nq < Nk"},
-      {1, 32, 8, 33, 65, 32, true, "(32, 8): groups of 4, 8 KV heads"},
-      {1, 8, 2, 100, 60, 128, true, "(8, 2), Nq > Nk: some rows of every head see nothing"},
-  });
+                          {1, 8, 8, 70, 70, 64, true, "(8, 8): MHA"},
+                          {1, 8, 2, 70, 90, 64, false, "(8, 2): groups of 4"},
+                          {2, 8, 1, 45, 100, 128, true, "(8, 1): MQA, Nq < Nk"},
+                          {1, 32, 8, 33, 65, 32, true, "(32, 8): groups of 4, 8 KV heads"},
+                          {1, 8, 2, 100, 60, 128, true, "(8, 2), Nq > Nk: some rows of every head see nothing"},
+                      });
 }
 
 TEST_CASE("flash_backward: tile boundaries, head dims, longer sequences", "[day06][flash_backward]") {
-  run_grid("bwd_grid", {
-      {2, 2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
-      {3, 2, 2, 1000, 1000, 32, false, "non-multiple, D=32"},
-      {1, 3, 3, 64, 64, 64, true, "exactly two tiles each way"},
-      {1, 1, 1, 65, 129, 64, true, "one past a tile boundary, both ways"},
-      {1, 4, 2, 511, 1537, 128, true, "GQA chunked prefill over many tiles"},
-      {1, 1, 1, 1, 2048, 128, false, "one query, 2048 keys: one row's dQ summed over 64 key tiles"},
-      {1, 8, 2, 1024, 1024, 64, true, "GQA prefill, causal"},
-      {1, 2, 2, 2048, 2048, 64, false, "prefill, 2048"},
-  });
+  run_grid("bwd_grid",
+           {
+               {2, 2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
+               {3, 2, 2, 1000, 1000, 32, false, "non-multiple, D=32"},
+               {1, 3, 3, 64, 64, 64, true, "exactly two tiles each way"},
+               {1, 1, 1, 65, 129, 64, true, "one past a tile boundary, both ways"},
+               {1, 4, 2, 511, 1537, 128, true, "GQA chunked prefill over many tiles"},
+               {1, 1, 1, 1, 2048, 128, false, "one query, 2048 keys: one row's dQ summed over 64 key tiles"},
+               {1, 8, 2, 1024, 1024, 64, true, "GQA prefill, causal"},
+               {1, 2, 2, 2048, 2048, 64, false, "prefill, 2048"},
+           });
 }
 
 // Logits of about ±1e3 + N(0, 1): every row gets a large offset, so exp(S) alone overflows (or
@@ -289,9 +290,8 @@ TEST_CASE("flash_backward rejects bad arguments before launching anything", "[da
     return p;
   };
   auto call = [&](const float* q, const float* k, const float* v, const float* o, const float* d_o, const float* lse,
-                  float* gq, float* gk, float* gv, float* work, const AttentionParams& p) {
-    flash_backward(q, k, v, o, d_o, lse, gq, gk, gv, work, p);
-  };
+                  float* gq, float* gk, float* gv, float* work,
+                  const AttentionParams& p) { flash_backward(q, k, v, o, d_o, lse, gq, gk, gv, work, p); };
   float* gq = dq.data();
   float* gk = dk.data();
   float* gv = dv.data();
@@ -310,10 +310,12 @@ TEST_CASE("flash_backward rejects bad arguments before launching anything", "[da
   COURSE_CHECK_INVALID_ARGUMENT("dk", call(x, x, x, x, x, L, gq, gk + 2, gv, w, good));
   COURSE_CHECK_INVALID_ARGUMENT("batch", call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.batch = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("heads_q", call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.heads_q = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.heads_kv = 3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv",
+                                call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.heads_kv = 3; })));
   COURSE_CHECK_INVALID_ARGUMENT("seq_q", call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.seq_q = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("seq_k", call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.seq_k = -3; })));
-  COURSE_CHECK_INVALID_ARGUMENT("head_dim", call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.head_dim = 48; })));
+  COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.head_dim = 48; })));
   COURSE_CHECK_INVALID_ARGUMENT("window", call(x, x, x, x, x, L, gq, gk, gv, w, with([](auto& p) { p.window = 16; })));
   CUDA_CHECK(cudaDeviceSynchronize());
   for (const DeviceBuffer<float>* b : {&dq, &dk, &dv})

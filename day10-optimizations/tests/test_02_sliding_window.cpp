@@ -43,9 +43,10 @@ AttentionParams params_of(const Case& c) {
 }
 
 std::string describe(const Case& c, uint64_t seed) {
-  return "B=" + std::to_string(c.b) + " Hq=" + std::to_string(c.h) + " Hkv=" + std::to_string(c.h_kv > 0 ? c.h_kv : c.h) +
-         " Nq=" + std::to_string(c.nq) + " Nk=" + std::to_string(c.nk) + " D=" + std::to_string(c.d) +
-         " w=" + std::to_string(c.w) + " (" + c.why + "), seed = " + std::to_string(seed) + " (set COURSE_SEED to vary)";
+  return "B=" + std::to_string(c.b) + " Hq=" + std::to_string(c.h) +
+         " Hkv=" + std::to_string(c.h_kv > 0 ? c.h_kv : c.h) + " Nq=" + std::to_string(c.nq) +
+         " Nk=" + std::to_string(c.nk) + " D=" + std::to_string(c.d) + " w=" + std::to_string(c.w) + " (" + c.why +
+         "), seed = " + std::to_string(seed) + " (set COURSE_SEED to vary)";
 }
 
 // Runs the kernel on q, k, v and compares O with `expected`.
@@ -121,14 +122,15 @@ TEST_CASE("window_band_tiles: exactly the key tiles that hold a key some row see
                 int lo = -1, hi = -1;
                 for (int t = 0; t < n_tiles; ++t)
                   if (want[size_t(t)]) hi = t, lo = lo < 0 ? t : lo;
-                first_failure = "window_band_tiles(q0=" + std::to_string(q0) + ", q_last=" + std::to_string(q_last) +
-                                ", off=" + std::to_string(off) + ", w=" + std::to_string(w) +
-                                ", seq_k=" + std::to_string(seq_k) + ", bc=" + std::to_string(bc) + ") returned {first " +
-                                std::to_string(got.first) + ", count " + std::to_string(got.count) + "}, expected " +
-                                (want_count == 0 ? std::string("count 0 (no row sees a key)")
-                                                 : "{first " + std::to_string(lo) + ", count " +
-                                                       std::to_string(hi - lo + 1) + "}") +
-                                " (Nq=" + std::to_string(seq_q) + ", Nk=" + std::to_string(seq_k) + ")";
+                first_failure =
+                    "window_band_tiles(q0=" + std::to_string(q0) + ", q_last=" + std::to_string(q_last) +
+                    ", off=" + std::to_string(off) + ", w=" + std::to_string(w) + ", seq_k=" + std::to_string(seq_k) +
+                    ", bc=" + std::to_string(bc) + ") returned {first " + std::to_string(got.first) + ", count " +
+                    std::to_string(got.count) + "}, expected " +
+                    (want_count == 0
+                         ? std::string("count 0 (no row sees a key)")
+                         : "{first " + std::to_string(lo) + ", count " + std::to_string(hi - lo + 1) + "}") +
+                    " (Nq=" + std::to_string(seq_q) + ", Nk=" + std::to_string(seq_k) + ")";
               }
             });
   INFO(failed << " of " << checked << " inputs wrong; first: " << first_failure);
@@ -177,13 +179,15 @@ TEST_CASE("ring_window_slots: slots 0 .. n-1 hold exactly the window", "[index][
       while (want < cap && token_in[size_t(want)] >= oldest) ++want;
       bool later = false;
       for (int s = want; s < cap; ++s) later = later || token_in[size_t(s)] >= oldest;
-      if (later) FAIL("brute force: a window token sits past slot " << want << " (len=" << len << ", cap=" << cap << ")");
+      if (later)
+        FAIL("brute force: a window token sits past slot " << want << " (len=" << len << ", cap=" << cap << ")");
       const int got = ring_window_slots(len, cap);
       ++checked;
       if (got != want && failed++ == 0)
         first_failure = "ring_window_slots(len=" + std::to_string(len) + ", capacity=" + std::to_string(cap) +
-                        ") returned " + std::to_string(got) + ", expected " + std::to_string(want) + " (w=" +
-                        std::to_string(w) + ": tokens " + std::to_string(oldest) + " .. " + std::to_string(len - 1) +
+                        ") returned " + std::to_string(got) + ", expected " + std::to_string(want) +
+                        " (w=" + std::to_string(w) + ": tokens " + std::to_string(oldest) + " .. " +
+                        std::to_string(len - 1) +
                         (len > cap ? ", the ring has wrapped)" : ", the ring has not wrapped)");
     }
   INFO(failed << " of " << checked << " inputs wrong; first: " << first_failure);
@@ -192,46 +196,46 @@ TEST_CASE("ring_window_slots: slots 0 .. n-1 hold exactly the window", "[index][
 
 TEST_CASE("sliding_window_attention: small shapes", "[day10][sliding_window][quick]") {
   run_grid("window_small", {
-      {1, 1, 1, 1, 64, 0, "one query, one key, w = 0"},
-      {1, 1, 1, 1, 32, 5, "one query, one key, w > Nk"},
-      {2, 3, 17, 17, 32, 5, "below one tile"},
-      {1, 2, 67, 67, 64, 0, "w = 0: each query sees only its own key"},
-      {1, 2, 67, 67, 128, 1, "w = 1, tails"},
-      {1, 2, 67, 67, 64, 30, "band inside one tile"},
-      {1, 1, 200, 200, 64, 63, "band of 64 keys, several tiles"},
-      {1, 1, 200, 200, 128, 64, "band of 65 keys: one more than a tile"},
-  });
+                               {1, 1, 1, 1, 64, 0, "one query, one key, w = 0"},
+                               {1, 1, 1, 1, 32, 5, "one query, one key, w > Nk"},
+                               {2, 3, 17, 17, 32, 5, "below one tile"},
+                               {1, 2, 67, 67, 64, 0, "w = 0: each query sees only its own key"},
+                               {1, 2, 67, 67, 128, 1, "w = 1, tails"},
+                               {1, 2, 67, 67, 64, 30, "band inside one tile"},
+                               {1, 1, 200, 200, 64, 63, "band of 64 keys, several tiles"},
+                               {1, 1, 200, 200, 128, 64, "band of 65 keys: one more than a tile"},
+                           });
 }
 
 TEST_CASE("sliding_window_attention: Nq != Nk, the window is measured from i + off", "[day10][sliding_window][quick]") {
   run_grid("window_nq_ne_nk", {
-      {1, 2, 64, 333, 64, 40, "chunked prefill: row i sees keys i + 229 .. i + 269"},
-      {1, 2, 1, 150, 32, 10, "decode step: one query, the last 11 keys"},
-      {1, 2, 300, 100, 64, 30, "Nq > Nk: rows 0..199 see no key and must be zero"},
-      {1, 1, 130, 1, 32, 0, "only the last query row sees the single key"},
-      {2, 2, 100, 37, 128, 5, "Nq > Nk, D = 128"},
-      {1, 1, 70, 1000, 64, 100, "the whole query block far right of key 0"},
-  });
+                                  {1, 2, 64, 333, 64, 40, "chunked prefill: row i sees keys i + 229 .. i + 269"},
+                                  {1, 2, 1, 150, 32, 10, "decode step: one query, the last 11 keys"},
+                                  {1, 2, 300, 100, 64, 30, "Nq > Nk: rows 0..199 see no key and must be zero"},
+                                  {1, 1, 130, 1, 32, 0, "only the last query row sees the single key"},
+                                  {2, 2, 100, 37, 128, 5, "Nq > Nk, D = 128"},
+                                  {1, 1, 70, 1000, 64, 100, "the whole query block far right of key 0"},
+                              });
 }
 
 TEST_CASE("sliding_window_attention: grouped heads (GQA, MQA)", "[day10][sliding_window][quick]") {
   run_grid("window_gqa", {
-      {2, 8, 67, 67, 64, 16, "GQA 8/2, tails", 2},
-      {1, 8, 100, 100, 32, 7, "MQA 8/1", 1},
-      {2, 12, 33, 150, 128, 50, "GQA 12/4, Nq < Nk, D = 128", 4},
-  });
+                             {2, 8, 67, 67, 64, 16, "GQA 8/2, tails", 2},
+                             {1, 8, 100, 100, 32, 7, "MQA 8/1", 1},
+                             {2, 12, 33, 150, 128, 50, "GQA 12/4, Nq < Nk, D = 128", 4},
+                         });
 }
 
 TEST_CASE("sliding_window_attention: tile boundaries and long sequences", "[day10][sliding_window]") {
   run_grid("window_grid", {
-      {2, 2, 1000, 1000, 128, 100, "non-multiple, D = 128"},
-      {3, 2, 1000, 1000, 32, 255, "non-multiple, D = 32"},
-      {1, 2, 1000, 1000, 64, 999, "w = N - 1: every row sees every earlier key"},
-      {1, 2, 511, 1537, 128, 300, "chunked prefill over many tiles"},
-      {2, 4, 2048, 2048, 64, 256, "N = 2048, w = 256"},
-      {1, 2, 2048, 2048, 128, 1000, "N = 2048, w = 1000, D = 128"},
-      {1, 4, 2048, 2048, 64, 64, "w = 64 exactly one tile"},
-  });
+                              {2, 2, 1000, 1000, 128, 100, "non-multiple, D = 128"},
+                              {3, 2, 1000, 1000, 32, 255, "non-multiple, D = 32"},
+                              {1, 2, 1000, 1000, 64, 999, "w = N - 1: every row sees every earlier key"},
+                              {1, 2, 511, 1537, 128, 300, "chunked prefill over many tiles"},
+                              {2, 4, 2048, 2048, 64, 256, "N = 2048, w = 256"},
+                              {1, 2, 2048, 2048, 128, 1000, "N = 2048, w = 1000, D = 128"},
+                              {1, 4, 2048, 2048, 64, 64, "w = 64 exactly one tile"},
+                          });
 }
 
 // A window at least as wide as the keys is no window: the output must equal PLAIN CAUSAL
@@ -265,9 +269,14 @@ TEST_CASE("sliding_window_attention: each query sees exactly w + 1 keys", "[day1
     int nq, nk, w;
   };
   const int D = 128;
-  for (const CountCase& c : std::vector<CountCase>{
-           {300, 300, 0}, {300, 300, 1}, {300, 300, 63}, {300, 300, 64}, {300, 300, 100}, {300, 300, 127},
-           {70, 400, 90}, {200, 120, 33}}) {
+  for (const CountCase& c : std::vector<CountCase>{{300, 300, 0},
+                                                   {300, 300, 1},
+                                                   {300, 300, 63},
+                                                   {300, 300, 64},
+                                                   {300, 300, 100},
+                                                   {300, 300, 127},
+                                                   {70, 400, 90},
+                                                   {200, 120, 33}}) {
     const AttentionParams p = AttentionParams::make(1, 1, 1, c.nq, c.nk, D, true, c.w);
     INFO("Nq=" << c.nq << " Nk=" << c.nk << " D=" << D << " w=" << c.w << " (Q = 0, V = one-hot of key mod D)");
     std::vector<float> q(size_t(p.q_elems()), 0.f), k = course::random_normal(size_t(p.kv_elems()), 7);
@@ -297,9 +306,9 @@ TEST_CASE("sliding_window_attention: each query sees exactly w + 1 keys", "[day1
         if (bad_rows++ == 0) first_bad = i, first_bad_count = seen;
       }
     }
-    INFO("rows with the wrong set of keys: " << bad_rows << "; first: row " << first_bad << " saw "
-                                              << first_bad_count << " keys, expected "
-                                              << (first_bad < 0 ? 0 : std::min(first_bad + off, c.w) + 1));
+    INFO("rows with the wrong set of keys: " << bad_rows << "; first: row " << first_bad << " saw " << first_bad_count
+                                             << " keys, expected "
+                                             << (first_bad < 0 ? 0 : std::min(first_bad + off, c.w) + 1));
     CHECK(bad_rows == 0);
     CHECK(d_o.guard_damage() == "");
   }
@@ -357,13 +366,20 @@ TEST_CASE("sliding_window_attention rejects bad arguments before launching anyth
   COURSE_CHECK_INVALID_ARGUMENT("v", sliding_window_attention(x, x, nullptr, o.data(), good));
   COURSE_CHECK_INVALID_ARGUMENT("o", sliding_window_attention(x, x, x, nullptr, good));
   COURSE_CHECK_INVALID_ARGUMENT("k", sliding_window_attention(x, x + 1, x, o.data(), good));  // not 16-byte aligned
-  COURSE_CHECK_INVALID_ARGUMENT("batch", sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.batch = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_q", sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.heads_q = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.heads_kv = 3; })));
-  COURSE_CHECK_INVALID_ARGUMENT("seq_q", sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.seq_q = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("seq_k", sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.seq_k = -3; })));
-  COURSE_CHECK_INVALID_ARGUMENT("head_dim", sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.head_dim = 48; })));
-  COURSE_CHECK_INVALID_ARGUMENT("window", sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.window = -1; })));
+  COURSE_CHECK_INVALID_ARGUMENT("batch",
+                                sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.batch = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_q",
+                                sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.heads_q = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv",
+                                sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.heads_kv = 3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("seq_q",
+                                sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.seq_q = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("seq_k",
+                                sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.seq_k = -3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.head_dim = 48; })));
+  COURSE_CHECK_INVALID_ARGUMENT("window",
+                                sliding_window_attention(x, x, x, o.data(), with([](auto& p) { p.window = -1; })));
   CUDA_CHECK(cudaDeviceSynchronize());
   for (float y : o.download()) CHECK(course::is_poison_f32(y));  // nothing was written
 }
@@ -444,23 +460,24 @@ void run_ring(const std::string& name, const std::vector<RingCase>& cases) {
 }  // namespace
 
 TEST_CASE("ring_decode_attention: sequences before and after wrap-around", "[day10][ring_decode][quick]") {
-  run_ring("ring_small", {
-      {2, 2, 64, 5, {1, 2, 5, 6, 7, 13, 20}, "not yet full, exactly full, wrapped once and more"},
-      {8, 2, 64, 63, {1, 63, 64, 65, 100, 200, 1000}, "GQA 8/2, ring of one key tile"},
-      {4, 4, 128, 100, {3, 101, 102, 250, 999}, "ring of 101 slots: two tiles, the second partial"},
-      {8, 1, 32, 16, {17, 18, 40, 5}, "MQA 8/1"},
-      {2, 1, 64, 0, {1, 2, 9}, "w = 0: one slot, the newest token only"},
-      {32, 8, 128, 70, {71, 1, 300}, "Hq/Hkv = 32/8"},
-  });
+  run_ring("ring_small",
+           {
+               {2, 2, 64, 5, {1, 2, 5, 6, 7, 13, 20}, "not yet full, exactly full, wrapped once and more"},
+               {8, 2, 64, 63, {1, 63, 64, 65, 100, 200, 1000}, "GQA 8/2, ring of one key tile"},
+               {4, 4, 128, 100, {3, 101, 102, 250, 999}, "ring of 101 slots: two tiles, the second partial"},
+               {8, 1, 32, 16, {17, 18, 40, 5}, "MQA 8/1"},
+               {2, 1, 64, 0, {1, 2, 9}, "w = 0: one slot, the newest token only"},
+               {32, 8, 128, 70, {71, 1, 300}, "Hq/Hkv = 32/8"},
+           });
 }
 
 TEST_CASE("ring_decode_attention: a long window, 64 sequences", "[day10][ring_decode]") {
   std::vector<int32_t> lens;
   for (int b = 0; b < 64; ++b) lens.push_back(int32_t(1 + (b * 977) % 9000));  // some wrapped, some not
   run_ring("ring_long", {
-      {32, 8, 128, 4096, {1, 4096, 4097, 4098, 8193, 12000}, "Mistral-like window, D = 128"},
-      {4, 2, 64, 1000, lens, "64 sequences at spread positions"},
-  });
+                            {32, 8, 128, 4096, {1, 4096, 4097, 4098, 8193, 12000}, "Mistral-like window, D = 128"},
+                            {4, 2, 64, 1000, lens, "64 sequences at spread positions"},
+                        });
 }
 
 TEST_CASE("ring_decode_attention rejects bad arguments before launching anything",
@@ -483,11 +500,16 @@ TEST_CASE("ring_decode_attention rejects bad arguments before launching anything
   COURSE_CHECK_INVALID_ARGUMENT("seq_lens", ring_decode_attention(x, x, x, nullptr, o.data(), good));
   COURSE_CHECK_INVALID_ARGUMENT("o", ring_decode_attention(x, x, x, l, nullptr, good));
   COURSE_CHECK_INVALID_ARGUMENT("v_cache", ring_decode_attention(x, x, x + 2, l, o.data(), good));  // misaligned
-  COURSE_CHECK_INVALID_ARGUMENT("batch", ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.batch = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_q", ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.heads_q = -1; })));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.heads_kv = 3; })));
-  COURSE_CHECK_INVALID_ARGUMENT("head_dim", ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.head_dim = 96; })));
-  COURSE_CHECK_INVALID_ARGUMENT("window", ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.window = -2; })));
+  COURSE_CHECK_INVALID_ARGUMENT("batch",
+                                ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.batch = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_q",
+                                ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.heads_q = -1; })));
+  COURSE_CHECK_INVALID_ARGUMENT("heads_kv",
+                                ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.heads_kv = 3; })));
+  COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.head_dim = 96; })));
+  COURSE_CHECK_INVALID_ARGUMENT("window",
+                                ring_decode_attention(x, x, x, l, o.data(), with([](auto& p) { p.window = -2; })));
   CUDA_CHECK(cudaDeviceSynchronize());
   for (float y : o.download()) CHECK(course::is_poison_f32(y));  // nothing was written
 }

@@ -49,12 +49,24 @@ enum class Pattern { All, Band, Global, Random, BigBird, Empty };
 BlockSparseLayout make_layout(Pattern pat, int nq, int nk, bool causal, uint64_t seed) {
   BlockSparseLayout l;
   switch (pat) {
-    case Pattern::All: l = sparse::global_blocks(nq, nk, sparse::tiles_of(nq, kB)); break;
-    case Pattern::Band: l = sparse::local_band(nq, nk, 1); break;
-    case Pattern::Global: l = sparse::global_blocks(nq, nk, 1); break;
-    case Pattern::Random: l = sparse::random_blocks(nq, nk, 2, seed); break;
-    case Pattern::BigBird: l = sparse::bigbird(nq, nk, 1, 1, 1, seed); break;
-    case Pattern::Empty: l = sparse::global_blocks(nq, nk, 0); break;
+    case Pattern::All:
+      l = sparse::global_blocks(nq, nk, sparse::tiles_of(nq, kB));
+      break;
+    case Pattern::Band:
+      l = sparse::local_band(nq, nk, 1);
+      break;
+    case Pattern::Global:
+      l = sparse::global_blocks(nq, nk, 1);
+      break;
+    case Pattern::Random:
+      l = sparse::random_blocks(nq, nk, 2, seed);
+      break;
+    case Pattern::BigBird:
+      l = sparse::bigbird(nq, nk, 1, 1, 1, seed);
+      break;
+    case Pattern::Empty:
+      l = sparse::global_blocks(nq, nk, 0);
+      break;
   }
   return causal ? sparse::causal_trim(l, nq, nk) : l;
 }
@@ -154,7 +166,8 @@ std::vector<Mask> index_masks() {
 
 }  // namespace
 
-TEST_CASE("bsr_row_range: the col_idx entries of a query tile, against counting a random block mask", "[index][quick]") {
+TEST_CASE("bsr_row_range: the col_idx entries of a query tile, against counting a random block mask",
+          "[index][quick]") {
   int failures = 0;
   for (const Mask& m : index_masks())
     for (int q0 = 0; q0 < m.n_rows * kB && failures < 5; q0 += 16) {  // every tile start of 16-, 32- and 64-row tiles
@@ -163,8 +176,9 @@ TEST_CASE("bsr_row_range: the col_idx entries of a query tile, against counting 
       if (got.first != want.first || got.count != want.count) {
         ++failures;
         FAIL_CHECK("bsr_row_range(row_ptr, q0 = " << q0 << ") on " << describe(m) << ": returned first = " << got.first
-                   << ", count = " << got.count << "; the tile lies in query block " << q0 / kB << ", which lists "
-                   << want.count << " key blocks starting at col_idx[" << want.first << "]");
+                                                  << ", count = " << got.count << "; the tile lies in query block "
+                                                  << q0 / kB << ", which lists " << want.count
+                                                  << " key blocks starting at col_idx[" << want.first << "]");
       }
     }
   CHECK(failures == 0);
@@ -187,10 +201,11 @@ TEST_CASE("bsr_tile_key0: the key tiles a query tile visits, in order, against t
           const int got = bsr_tile_key0(m.col_idx.data(), row, t, tile_keys);
           if (got != want[size_t(t)]) {
             ++failures;
-            FAIL_CHECK("bsr_tile_key0(col_idx, {first = " << row.first << ", count = " << row.count << "}, t = " << t
-                       << ", tile_keys = " << tile_keys << ") on " << describe(m) << " (query tile at q0 = " << q0
-                       << "): returned " << got << ", expected " << want[size_t(t)] << " (tile " << t % (kB / tile_keys)
-                       << " of listed block " << want[size_t(t)] / kB << ")");
+            FAIL_CHECK("bsr_tile_key0(col_idx, {first = "
+                       << row.first << ", count = " << row.count << "}, t = " << t << ", tile_keys = " << tile_keys
+                       << ") on " << describe(m) << " (query tile at q0 = " << q0 << "): returned " << got
+                       << ", expected " << want[size_t(t)] << " (tile " << t % (kB / tile_keys) << " of listed block "
+                       << want[size_t(t)] / kB << ")");
             break;
           }
         }
@@ -221,10 +236,9 @@ TEST_CASE("bsr_tile_needs_mask: full and partial tiles, against a scan of every 
                   const bool got = bsr_tile_needs_mask(q0, kv0, tile_keys, seq_k, off, causal);
                   if (got != want && failures < 5) {
                     const std::string cause = hidden_j >= seq_k ? " (past seq_k)" : " (causal)";
-                    const std::string why =
-                        want ? "row " + std::to_string(hidden_i) + " cannot see key " + std::to_string(hidden_j) + cause +
-                                   ": the tile must be masked"
-                             : "every row sees every key of the tile: it is full";
+                    const std::string why = want ? "row " + std::to_string(hidden_i) + " cannot see key " +
+                                                       std::to_string(hidden_j) + cause + ": the tile must be masked"
+                                                 : "every row sees every key of the tile: it is full";
                     std::ostringstream msg;
                     msg << "bsr_tile_needs_mask(q0 = " << q0 << ", kv0 = " << kv0 << ", tile_keys = " << tile_keys
                         << ", seq_k = " << seq_k << ", off = " << off << (causal ? ", causal" : ", not causal")
@@ -241,37 +255,37 @@ TEST_CASE("bsr_tile_needs_mask: full and partial tiles, against a scan of every 
 
 TEST_CASE("block_sparse_attention: small shapes and every pattern", "[day10][block_sparse][quick]") {
   run_grid("sparse_small", {
-      {1, 1, 1, 1, 64, false, Pattern::All, "one query, one key"},
-      {1, 1, 1, 1, 64, true, Pattern::All, "one query, one key, causal"},
-      {2, 3, 17, 17, 32, false, Pattern::All, "below one block: equals dense"},
-      {1, 2, 67, 67, 64, false, Pattern::Band, "tails: last blocks of 3 rows/keys"},
-      {1, 2, 67, 67, 128, true, Pattern::Band, "tails, causal"},
-      {1, 2, 200, 200, 64, false, Pattern::Global, "global block"},
-      {1, 2, 300, 300, 32, false, Pattern::Random, "random blocks"},
-      {1, 2, 300, 300, 128, true, Pattern::BigBird, "BigBird, causal-trimmed"},
-  });
+                               {1, 1, 1, 1, 64, false, Pattern::All, "one query, one key"},
+                               {1, 1, 1, 1, 64, true, Pattern::All, "one query, one key, causal"},
+                               {2, 3, 17, 17, 32, false, Pattern::All, "below one block: equals dense"},
+                               {1, 2, 67, 67, 64, false, Pattern::Band, "tails: last blocks of 3 rows/keys"},
+                               {1, 2, 67, 67, 128, true, Pattern::Band, "tails, causal"},
+                               {1, 2, 200, 200, 64, false, Pattern::Global, "global block"},
+                               {1, 2, 300, 300, 32, false, Pattern::Random, "random blocks"},
+                               {1, 2, 300, 300, 128, true, Pattern::BigBird, "BigBird, causal-trimmed"},
+                           });
 }
 
 TEST_CASE("block_sparse_attention: Nq != Nk, GQA, batch and heads share the layout", "[day10][block_sparse][quick]") {
   run_grid("sparse_shapes", {
-      {1, 2, 100, 1000, 64, true, Pattern::Band, "Nq < Nk, band at the bottom right, causal"},
-      {1, 2, 300, 100, 64, true, Pattern::Global, "Nq > Nk: rows 0..199 see no key"},
-      {2, 2, 100, 37, 128, false, Pattern::Random, "Nq > Nk, one key block"},
-      {2, 8, 130, 130, 64, true, Pattern::BigBird, "GQA 8/2", 2},
-      {1, 8, 150, 250, 32, false, Pattern::Random, "MQA 8/1", 1},
-      {3, 3, 67, 67, 64, false, Pattern::Band, "batch 3, heads 3, one layout"},
-  });
+                                {1, 2, 100, 1000, 64, true, Pattern::Band, "Nq < Nk, band at the bottom right, causal"},
+                                {1, 2, 300, 100, 64, true, Pattern::Global, "Nq > Nk: rows 0..199 see no key"},
+                                {2, 2, 100, 37, 128, false, Pattern::Random, "Nq > Nk, one key block"},
+                                {2, 8, 130, 130, 64, true, Pattern::BigBird, "GQA 8/2", 2},
+                                {1, 8, 150, 250, 32, false, Pattern::Random, "MQA 8/1", 1},
+                                {3, 3, 67, 67, 64, false, Pattern::Band, "batch 3, heads 3, one layout"},
+                            });
 }
 
 TEST_CASE("block_sparse_attention: tile boundaries and long sequences", "[day10][block_sparse]") {
   run_grid("sparse_grid", {
-      {2, 2, 1000, 1000, 128, true, Pattern::BigBird, "non-multiple, causal, D = 128"},
-      {1, 2, 1000, 1000, 32, false, Pattern::BigBird, "non-multiple, D = 32"},
-      {1, 2, 1000, 1000, 64, false, Pattern::All, "every block: equals dense"},
-      {1, 2, 2048, 2048, 64, true, Pattern::BigBird, "N = 2048, BigBird, causal"},
-      {1, 4, 2048, 2048, 128, false, Pattern::Random, "N = 2048, random"},
-      {1, 2, 511, 1537, 128, true, Pattern::Band, "chunked prefill"},
-  });
+                              {2, 2, 1000, 1000, 128, true, Pattern::BigBird, "non-multiple, causal, D = 128"},
+                              {1, 2, 1000, 1000, 32, false, Pattern::BigBird, "non-multiple, D = 32"},
+                              {1, 2, 1000, 1000, 64, false, Pattern::All, "every block: equals dense"},
+                              {1, 2, 2048, 2048, 64, true, Pattern::BigBird, "N = 2048, BigBird, causal"},
+                              {1, 4, 2048, 2048, 128, false, Pattern::Random, "N = 2048, random"},
+                              {1, 2, 511, 1537, 128, true, Pattern::Band, "chunked prefill"},
+                          });
 }
 
 // Rows whose block list is empty (here: every second query block, and a layout with no block at
@@ -285,7 +299,8 @@ TEST_CASE("block_sparse_attention: empty rows output zeros", "[day10][block_spar
     BlockSparseLayout kept{kB, kB, {0}, {}};
     for (size_t r = 0; r + 1 < every_other.row_ptr.size(); ++r) {
       if (r % 2 == 0)
-        for (int e = every_other.row_ptr[r]; e < every_other.row_ptr[r + 1]; ++e) kept.col_idx.push_back(every_other.col_idx[size_t(e)]);
+        for (int e = every_other.row_ptr[r]; e < every_other.row_ptr[r + 1]; ++e)
+          kept.col_idx.push_back(every_other.col_idx[size_t(e)]);
       kept.row_ptr.push_back(int32_t(kept.col_idx.size()));
     }
     const uint64_t seed = course::case_seed("sparse_empty", nq);
@@ -315,8 +330,8 @@ TEST_CASE("block_sparse_attention: unlisted blocks are never read", "[day10][blo
     const BlockSparseLayout layout = make_layout(c.pat, c.nq, c.nk, c.causal, seed);
     const std::set<int> listed(layout.col_idx.begin(), layout.col_idx.end());
     const int tiles_n = sparse::tiles_of(c.nk, kB);
-    INFO("Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d << (c.causal ? " causal" : "") << ", layout "
-               << name_of(c.pat) << ": " << tiles_n - int(listed.size()) << " of " << tiles_n
+    INFO("Nq=" << c.nq << " Nk=" << c.nk << " D=" << c.d << (c.causal ? " causal" : "") << ", layout " << name_of(c.pat)
+               << ": " << tiles_n - int(listed.size()) << " of " << tiles_n
                << " key blocks unlisted and NaN, seed = " << seed);
     REQUIRE(int(listed.size()) < tiles_n);
     const auto q = course::random_normal(size_t(p.q_elems()), seed);
@@ -356,7 +371,8 @@ TEST_CASE("block_sparse_attention rejects bad arguments and bad layouts before l
   auto call = [&](const AttentionParams& p, const BlockSparseLayout& l) {
     block_sparse_attention(x, x, x, o.data(), p, l, rp.data(), ci.data());
   };
-  COURSE_CHECK_INVALID_ARGUMENT("q", block_sparse_attention(nullptr, x, x, o.data(), good, layout, rp.data(), ci.data()));
+  COURSE_CHECK_INVALID_ARGUMENT("q",
+                                block_sparse_attention(nullptr, x, x, o.data(), good, layout, rp.data(), ci.data()));
   COURSE_CHECK_INVALID_ARGUMENT("o", block_sparse_attention(x, x, x, nullptr, good, layout, rp.data(), ci.data()));
   COURSE_CHECK_INVALID_ARGUMENT("v", block_sparse_attention(x, x, x + 1, o.data(), good, layout, rp.data(), ci.data()));
   COURSE_CHECK_INVALID_ARGUMENT("row_ptr", block_sparse_attention(x, x, x, o.data(), good, layout, nullptr, ci.data()));
@@ -369,7 +385,8 @@ TEST_CASE("block_sparse_attention rejects bad arguments and bad layouts before l
   COURSE_CHECK_INVALID_ARGUMENT("block_m", call(good, bad([](auto& l) { l.block_m = 128; })));
   COURSE_CHECK_INVALID_ARGUMENT("row_ptr", call(good, bad([](auto& l) { l.row_ptr.back() = 3; })));
   COURSE_CHECK_INVALID_ARGUMENT("col_idx", call(good, bad([](auto& l) { l.col_idx[2] = 4; })));  // out of range
-  COURSE_CHECK_INVALID_ARGUMENT("col_idx", call(good, bad([](auto& l) { std::swap(l.col_idx[2], l.col_idx[3]); })));  // unsorted
+  COURSE_CHECK_INVALID_ARGUMENT("col_idx",
+                                call(good, bad([](auto& l) { std::swap(l.col_idx[2], l.col_idx[3]); })));   // unsorted
   COURSE_CHECK_INVALID_ARGUMENT("col_idx", call(good, bad([](auto& l) { l.col_idx[3] = l.col_idx[2]; })));  // duplicate
   CUDA_CHECK(cudaDeviceSynchronize());
   for (float y : o.download()) CHECK(course::is_poison_f32(y));  // nothing was written

@@ -51,8 +51,8 @@ AttentionParams params_of(const Case& c) {
   return AttentionParams::make(c.b, c.h, c.h_kv > 0 ? c.h_kv : c.h, c.nq, c.nk, c.d, c.causal);
 }
 
-#define CASE_INFO(c, p, seed)                                                                          \
-  INFO("B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq << " Nk=" << (c).nk \
+#define CASE_INFO(c, p, seed)                                                                               \
+  INFO("B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq << " Nk=" << (c).nk  \
             << " D=" << (c).d << ((c).causal ? " causal" : "") << " (" << (c).why << "), seed = " << (seed) \
             << " (set COURSE_SEED to vary)")
 
@@ -68,48 +68,47 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
   }
 }
 
-
 }  // namespace
 
 TEST_CASE("flash_attention_wmma: small shapes", "[day10][fp16_wmma][quick]") {
   run_grid("wmma_small", {
-      {1, 1, 1, 1, 64, false, "one query, one key"},
-      {1, 1, 1, 1, 128, true, "one query, one key, causal"},
-      {2, 3, 17, 17, 64, true, "below one tile"},
-      {1, 2, 67, 67, 128, false, "not a tile multiple"},
-      {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
-      {1, 1, 5, 200, 128, false, "short query, keys over several tiles"},
-  });
+                             {1, 1, 1, 1, 64, false, "one query, one key"},
+                             {1, 1, 1, 1, 128, true, "one query, one key, causal"},
+                             {2, 3, 17, 17, 64, true, "below one tile"},
+                             {1, 2, 67, 67, 128, false, "not a tile multiple"},
+                             {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
+                             {1, 1, 5, 200, 128, false, "short query, keys over several tiles"},
+                         });
 }
 
 TEST_CASE("flash_attention_wmma: Nq != Nk, causal alignment is bottom-right", "[day10][fp16_wmma][quick]") {
   run_grid("wmma_nq_ne_nk", {
-      {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
-      {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
-      {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
-      {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
-      {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-  });
+                                {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
+                                {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
+                                {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
+                                {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
+                                {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
+                            });
 }
 
 TEST_CASE("flash_attention_wmma: tile boundaries, head dims, batch and heads", "[day10][fp16_wmma]") {
   run_grid("wmma_grid", {
-      {2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
-      {3, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
-      {1, 3, 64, 64, 64, true, "exactly one tile"},
-      {1, 1, 65, 129, 128, true, "one past a tile boundary, both ways"},
-      {1, 2, 511, 1537, 128, true, "chunked prefill over many tiles"},
-      {1, 1, 1, 2048, 64, false, "one query, 2048 keys: the running max must be rescaled"},
-      {2, 8, 67, 67, 64, true, "GQA 8/2, causal, tails", 2},
-  });
+                            {2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
+                            {3, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
+                            {1, 3, 64, 64, 64, true, "exactly one tile"},
+                            {1, 1, 65, 129, 128, true, "one past a tile boundary, both ways"},
+                            {1, 2, 511, 1537, 128, true, "chunked prefill over many tiles"},
+                            {1, 1, 1, 2048, 64, false, "one query, 2048 keys: the running max must be rescaled"},
+                            {2, 8, 67, 67, 64, true, "GQA 8/2, causal, tails", 2},
+                        });
 }
 
 TEST_CASE("flash_attention_wmma: long sequences (2048)", "[day10][fp16_wmma]") {
   run_grid("wmma_long", {
-      {2, 4, 2048, 2048, 64, false, "prefill, no mask"},
-      {1, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
-      {1, 2, 2048, 1024, 64, true, "Nq > Nk, half the rows see nothing"},
-  });
+                            {2, 4, 2048, 2048, 64, false, "prefill, no mask"},
+                            {1, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
+                            {1, 2, 2048, 1024, 64, true, "Nq > Nk, half the rows see nothing"},
+                        });
 }
 
 // fp16 has 11 significant bits: between 512 and 1024 its spacing is 0.5, so 512 + 0.2 = 512.
@@ -193,10 +192,10 @@ TEST_CASE("flash_attention_wmma: the configurations of smaller GPUs", "[day10][f
     course::ScopedSmemLimit override_limit(limit);
     INFO("COURSE_SMEM_LIMIT=" << limit);
     run_grid(std::string("wmma_smem_") + limit, {
-        {1, 2, 67, 67, 128, true, "tails, causal, D=128"},
-        {1, 2, 100, 37, 64, true, "Nq > Nk, D=64"},
-        {1, 1, 5, 200, 128, false, "keys over several tiles"},
-    });
+                                                    {1, 2, 67, 67, 128, true, "tails, causal, D=128"},
+                                                    {1, 2, 100, 37, 64, true, "Nq > Nk, D=64"},
+                                                    {1, 1, 5, 200, 128, false, "keys over several tiles"},
+                                                });
   }
 }
 

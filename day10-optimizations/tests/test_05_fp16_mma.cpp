@@ -57,10 +57,12 @@ void run_and_compare(const AttentionParams& p, const std::vector<float>& q, cons
   flash_attention_mma(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), p);
   CUDA_CHECK(cudaDeviceSynchronize());
   const course::Dims dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}};
-  const auto r = course::compare(Ty::decode(d_o.download()), course::ref::attention(q, k, v, p), dims,
-                                 Ty::tolerance(), d_o.guard_damage());
-  if (!r.ok) FAIL_CHECK(r.report);
-  else SUCCEED("output matches the reference");
+  const auto r = course::compare(Ty::decode(d_o.download()), course::ref::attention(q, k, v, p), dims, Ty::tolerance(),
+                                 d_o.guard_damage());
+  if (!r.ok)
+    FAIL_CHECK(r.report);
+  else
+    SUCCEED("output matches the reference");
 }
 
 // Rounds q32, k32, v32 to the type, runs, compares.
@@ -82,8 +84,8 @@ AttentionParams params_of(const Case& c) {
   return AttentionParams::make(c.b, c.h, c.h_kv > 0 ? c.h_kv : c.h, c.nq, c.nk, c.d, c.causal);
 }
 
-#define CASE_INFO(Ty, c, p, seed)                                                                        \
-  INFO(Ty::name << " B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq      \
+#define CASE_INFO(Ty, c, p, seed)                                                                         \
+  INFO(Ty::name << " B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq       \
                 << " Nk=" << (c).nk << " D=" << (c).d << ((c).causal ? " causal" : "") << " (" << (c).why \
                 << "), seed = " << (seed) << " (set COURSE_SEED to vary)")
 
@@ -156,8 +158,9 @@ TEST_CASE("mma_p_a_source: every A register of P holds what the PTX A layout exp
       at << "k-step kk = " << kk << ", A register j = " << j << ": mma_p_a_source gave {n = " << src.n
          << ", e = " << src.e << "}";
       const bool in_range = (src.e == 0 || src.e == 2) && (src.n == 2 * kk || src.n == 2 * kk + 1);
-      f.check(in_range, at.str() + ", expected n = 2kk or 2kk + 1 (the fragments of keys 16kk .. 16kk + 15) "
-                                   "and e = 0 or 2 (the pair e, e + 1 is one row's two neighbouring keys)");
+      f.check(in_range, at.str() +
+                            ", expected n = 2kk or 2kk + 1 (the fragments of keys 16kk .. 16kk + 15) "
+                            "and e = 0 or 2 (the pair e, e + 1 is one row's two neighbouring keys)");
       if (!in_range) continue;
       for (int lane = 0; lane < 32; ++lane) {
         for (int half = 0; half < 2; ++half) {
@@ -168,9 +171,9 @@ TEST_CASE("mma_p_a_source: every A register of P holds what the PTX A layout exp
           const PtxPos c = ptx_c_position(lane, src.e + half);
           const int got_key = 8 * src.n + c.col;
           std::ostringstream where;
-          where << at.str() << ", lane " << lane << ", " << (half ? "high" : "low") << " half (PTX element a" << 2 * j + half
-                << "): the A layout wants (row " << a.row << ", key " << want_key << "), s[" << src.n << "]["
-                << src.e + half << "] holds (row " << c.row << ", key " << got_key << ")";
+          where << at.str() << ", lane " << lane << ", " << (half ? "high" : "low") << " half (PTX element a"
+                << 2 * j + half << "): the A layout wants (row " << a.row << ", key " << want_key << "), s[" << src.n
+                << "][" << src.e + half << "] holds (row " << c.row << ", key " << got_key << ")";
           f.check(c.row == a.row && got_key == want_key, where.str());
         }
       }
@@ -181,45 +184,45 @@ TEST_CASE("mma_p_a_source: every A register of P holds what the PTX A layout exp
 
 TEST_CASE("flash_attention_mma: small shapes", "[day10][fp16_mma][quick]") {
   run_grid("mma_small", {
-      {1, 1, 1, 1, 64, false, "one query, one key"},
-      {1, 1, 1, 1, 128, true, "one query, one key, causal"},
-      {2, 3, 17, 17, 64, true, "below one tile"},
-      {1, 2, 67, 67, 128, false, "not a tile multiple"},
-      {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
-      {1, 1, 5, 200, 128, false, "short query, keys over several tiles"},
-      {1, 1, 16, 16, 64, true, "causal within one fragment: rows g and g+8"},
-  });
+                            {1, 1, 1, 1, 64, false, "one query, one key"},
+                            {1, 1, 1, 1, 128, true, "one query, one key, causal"},
+                            {2, 3, 17, 17, 64, true, "below one tile"},
+                            {1, 2, 67, 67, 128, false, "not a tile multiple"},
+                            {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
+                            {1, 1, 5, 200, 128, false, "short query, keys over several tiles"},
+                            {1, 1, 16, 16, 64, true, "causal within one fragment: rows g and g+8"},
+                        });
 }
 
 TEST_CASE("flash_attention_mma: Nq != Nk, causal alignment is bottom-right", "[day10][fp16_mma][quick]") {
   run_grid("mma_nq_ne_nk", {
-      {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
-      {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
-      {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
-      {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
-      {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-  });
+                               {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
+                               {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
+                               {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
+                               {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
+                               {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
+                           });
 }
 
 TEST_CASE("flash_attention_mma: tile boundaries, head dims, batch and GQA", "[day10][fp16_mma]") {
   run_grid("mma_grid", {
-      {2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
-      {2, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
-      {1, 3, 64, 64, 64, true, "exactly one tile"},
-      {1, 1, 65, 129, 128, true, "one past a tile boundary, both ways"},
-      {1, 2, 511, 1537, 128, true, "chunked prefill over many tiles"},
-      {1, 1, 1, 2048, 64, false, "one query, 2048 keys: the running max must be rescaled"},
-      {2, 8, 67, 67, 64, true, "GQA 8/2, causal, tails", 2},
-      {1, 4, 130, 200, 128, false, "MQA 4/1", 1},
-  });
+                           {2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
+                           {2, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
+                           {1, 3, 64, 64, 64, true, "exactly one tile"},
+                           {1, 1, 65, 129, 128, true, "one past a tile boundary, both ways"},
+                           {1, 2, 511, 1537, 128, true, "chunked prefill over many tiles"},
+                           {1, 1, 1, 2048, 64, false, "one query, 2048 keys: the running max must be rescaled"},
+                           {2, 8, 67, 67, 64, true, "GQA 8/2, causal, tails", 2},
+                           {1, 4, 130, 200, 128, false, "MQA 4/1", 1},
+                       });
 }
 
 TEST_CASE("flash_attention_mma: long sequences (2048)", "[day10][fp16_mma]") {
   run_grid("mma_long", {
-      {1, 2, 2048, 2048, 64, false, "prefill, no mask"},
-      {1, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
-      {1, 1, 2048, 1024, 64, true, "Nq > Nk, half the rows see nothing"},
-  });
+                           {1, 2, 2048, 2048, 64, false, "prefill, no mask"},
+                           {1, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
+                           {1, 1, 2048, 1024, 64, true, "Nq > Nk, half the rows see nothing"},
+                       });
 }
 
 // fp16 has 11 significant bits: between 512 and 1024 its spacing is 0.5. With Q and K both
@@ -331,10 +334,10 @@ TEST_CASE("flash_attention_mma: the 2-stage pipeline of smaller GPUs", "[day10][
   course::ScopedSmemLimit override_limit("101376");
   INFO("COURSE_SMEM_LIMIT=101376");
   run_grid("mma_smem_99k", {
-      {1, 2, 67, 300, 128, true, "tails, causal, D=128"},
-      {1, 2, 100, 37, 64, true, "Nq > Nk, D=64"},
-      {1, 1, 5, 200, 128, false, "keys over several tiles"},
-  });
+                               {1, 2, 67, 300, 128, true, "tails, causal, D=128"},
+                               {1, 2, 100, 37, 64, true, "Nq > Nk, D=64"},
+                               {1, 1, 5, 200, 128, false, "keys over several tiles"},
+                           });
 }
 
 // The overload with `lse` writes L_i = m_i + ln ℓ_i (natural log, scaled logits) per query row, what
@@ -355,7 +358,8 @@ TEST_CASE("flash_attention_mma: the log-sum-exp output for the backward pass", "
       const Case& c = cases[idx];
       AttentionParams p = params_of(c);
       p.scale = scale;
-      const uint64_t seed = course::case_seed(std::string("mma_lse_") + Ty::name + (scale != 0.f ? "_big" : ""), int64_t(idx));
+      const uint64_t seed =
+          course::case_seed(std::string("mma_lse_") + Ty::name + (scale != 0.f ? "_big" : ""), int64_t(idx));
       CASE_INFO(Ty, c, p, seed);
       INFO((scale != 0.f ? "scale = 128, Q and K multiples of 1/16: logits of about ±1e4" : "default scale"));
       const auto q = Ty::round(scale != 0.f ? course::random_normal_sixteenths(size_t(p.q_elems()), seed)
@@ -364,7 +368,8 @@ TEST_CASE("flash_attention_mma: the log-sum-exp output for the backward pass", "
                                             : course::random_normal(size_t(p.kv_elems()), seed + 1));
       const auto v = Ty::round(course::random_normal(size_t(p.kv_elems()), seed + 2));
       const auto ref = course::ref::attention_forward_lse(q, k, v, p);
-      auto d_q = course::to_device(Ty::bits(q)), d_k = course::to_device(Ty::bits(k)), d_v = course::to_device(Ty::bits(v));
+      auto d_q = course::to_device(Ty::bits(q)), d_k = course::to_device(Ty::bits(k)),
+           d_v = course::to_device(Ty::bits(v));
       DeviceBuffer<uint16_t> d_o(size_t(p.o_elems()));
       DeviceBuffer<float> d_lse(size_t(p.batch) * p.heads_q * p.seq_q);
       d_o.poison();
@@ -385,11 +390,14 @@ TEST_CASE("flash_attention_mma: the log-sum-exp output for the backward pass", "
           out[i] = want[i] = 0.f;
         }
       }
-      const course::Tolerance tol{std::string(Ty::name) == "fp16" ? 2e-3 : 1e-2, 2e-6, 1e-3, "lse (fp32, from 16-bit P)"};
+      const course::Tolerance tol{std::string(Ty::name) == "fp16" ? 2e-3 : 1e-2, 2e-6, 1e-3,
+                                  "lse (fp32, from 16-bit P)"};
       const auto rl = course::compare(out, want, course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}}, tol,
                                       d_lse.guard_damage());
-      if (!rl.ok) FAIL_CHECK("lse: " << rl.report);
-      else SUCCEED("lse matches the reference");
+      if (!rl.ok)
+        FAIL_CHECK("lse: " << rl.report);
+      else
+        SUCCEED("lse matches the reference");
     }
   };
   run(Fp16{}, 0.f);
@@ -429,9 +437,11 @@ TEST_CASE("flash_attention_mma rejects bad arguments before launching anything",
     COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma(x, x, x, y, with([](auto& p) { p.head_dim = 80; })));
     COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention_mma(x, x, x, y, with([](auto& p) { p.window = 16; })));
     float* l = reinterpret_cast<float*>(o.data());
-    COURSE_CHECK_INVALID_ARGUMENT("lse", flash_attention_mma(x, x, x, y, reinterpret_cast<float*>(y + 1), good));  // 2 bytes off
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "lse", flash_attention_mma(x, x, x, y, reinterpret_cast<float*>(y + 1), good));  // 2 bytes off
     COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention_mma(nullptr, x, x, y, l, good));
-    COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma(x, x, x, y, l, with([](auto& p) { p.head_dim = 32; })));
+    COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                  flash_attention_mma(x, x, x, y, l, with([](auto& p) { p.head_dim = 32; })));
   };
   run(Fp16{});
   run(Bf16{});

@@ -87,8 +87,8 @@ void run_and_check(Problem& pr, int forced_splits) {
   ws.poison();  // partials nobody wrote are NaN
   DeviceBuffer<uint16_t> d_o(size_t(p.q_elems()));
   d_o.poison();
-  split_kv_decode(as_half(pr.d_q), as_half(pr.d_k), as_half(pr.d_v), pr.d_table.data(), pr.d_lens.data(),
-                  as_half(d_o), ws_bytes ? ws.data() : nullptr, p, 0, opt);
+  split_kv_decode(as_half(pr.d_q), as_half(pr.d_k), as_half(pr.d_v), pr.d_table.data(), pr.d_lens.data(), as_half(d_o),
+                  ws_bytes ? ws.data() : nullptr, p, 0, opt);
   COURSE_CHECK_OUTPUT(d_o, pr.ref, course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", p.head_dim}},
                       course::Tolerance::fp16());
 }
@@ -119,25 +119,29 @@ std::string split_ranges_error(long long window, int num_splits, int len) {
     const std::string at = problem + "split " + std::to_string(s) + " got [" + std::to_string(r.begin) + ", " +
                            std::to_string(r.end) + "), ";
     if (chunk >= len) {
-      if (r.end > r.begin) return at + "expected an empty range (end <= begin): its chunk starts at " +
-                                  std::to_string(chunk) + " >= len, so it holds no token";
+      if (r.end > r.begin)
+        return at + "expected an empty range (end <= begin): its chunk starts at " + std::to_string(chunk) +
+               " >= len, so it holds no token";
       continue;
     }
     const long long want_end = std::min<long long>(len, chunk + split_len);
     const std::string want = "expected [" + std::to_string(chunk) + ", " + std::to_string(want_end) + ")";
     if (r.end <= r.begin) return at + want + ": an empty range for a split whose chunk starts before len";
-    if (r.begin > next) return at + want + ": tokens [" + std::to_string(next) + ", " + std::to_string(r.begin) +
-                               ") belong to no split";
+    if (r.begin > next)
+      return at + want + ": tokens [" + std::to_string(next) + ", " + std::to_string(r.begin) + ") belong to no split";
     if (r.begin < next) return at + want + ": overlaps the previous split, which ends at " + std::to_string(next);
     if (r.end > len) return at + want + ": reaches past len (slots at or past len are garbage)";
-    if (r.end != want_end) return at + want + ": the split's chunk is [" + std::to_string(chunk) + ", " +
-                                  std::to_string(chunk + split_len) + "), cut at len";
+    if (r.end != want_end)
+      return at + want + ": the split's chunk is [" + std::to_string(chunk) + ", " + std::to_string(chunk + split_len) +
+             "), cut at len";
     next = r.end;
     ++non_empty;
   }
   if (next != len) return problem + "the non-empty splits end at " + std::to_string(next) + ", not at len";
-  if (non_empty != used) return problem + std::to_string(non_empty) + " non-empty splits, expected ceil(len / split_len) = " +
-                                std::to_string(used) + " (the merge reads exactly those)";
+  if (non_empty != used)
+    return problem + std::to_string(non_empty) +
+           " non-empty splits, expected ceil(len / split_len) = " + std::to_string(used) +
+           " (the merge reads exactly those)";
   return "";
 }
 
@@ -178,8 +182,8 @@ TEST_CASE("split_kv_split_range: exact where a split's chunk ends past INT_MAX",
     for (long long window : {(long long)INT_MAX, (long long)INT_MAX - 1, (long long)INT_MAX - 1000, (1LL << 30) + 1}) {
       for (int n : {1, 2, 3, 7, 1023, 1024}) {
         const long long split_len = (window + n - 1) / n;
-        for (long long len : {0LL, 1LL, split_len - 1, split_len, split_len + 1, window / 2, window - split_len,
-                              window - 1, window})
+        for (long long len :
+             {0LL, 1LL, split_len - 1, split_len, split_len + 1, window / 2, window - split_len, window - 1, window})
           if (len >= 0 && len <= window) check(window, n, int(len));
       }
     }
@@ -224,8 +228,7 @@ TEST_CASE("split_kv_decode: a context of 65536+ tokens mixed with 0, 1, bs-1, bs
   for (int s : {0, 1, 7, 1024}) run_and_check(pr, s);
 }
 
-TEST_CASE("split_kv_decode: large logits (|scores| up to ~1e3) merge without overflow",
-          "[day10][split_kv_decode]") {
+TEST_CASE("split_kv_decode: large logits (|scores| up to ~1e3) merge without overflow", "[day10][split_kv_decode]") {
   // Q and K are multiples of 1/16 scaled by powers of two (exact in fp16) and the scale is a
   // power of two, so the logits are exact in fp32: the split maxima differ by hundreds, and a
   // merge that does not rescale by exp(m_s − M), or exponentiates unshifted scores, is far off.
@@ -329,14 +332,21 @@ TEST_CASE("split_kv_decode rejects bad arguments before launching anything", "[d
   COURSE_CHECK_INVALID_ARGUMENT("context_lens", split_kv_decode(qd, cd, cd, td, nullptr, od, wd, good, 0, two));
   COURSE_CHECK_INVALID_ARGUMENT("o", split_kv_decode(qd, cd, cd, td, ld, nullptr, wd, good, 0, two));
   COURSE_CHECK_INVALID_ARGUMENT("workspace", split_kv_decode(qd, cd, cd, td, ld, od, nullptr, good, 0, two));
-  COURSE_CHECK_INVALID_ARGUMENT("batch", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.batch = 0; }), 0, two));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_q", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.heads_q = -4; }), 0, two));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.heads_kv = 3; }), 0, two));
-  COURSE_CHECK_INVALID_ARGUMENT("head_dim", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.head_dim = 96; }), 0, two));
-  COURSE_CHECK_INVALID_ARGUMENT("block_size", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.block_size = 0; }), 0, two));
-  COURSE_CHECK_INVALID_ARGUMENT("num_blocks", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.num_blocks = 0; }), 0, two));
-  COURSE_CHECK_INVALID_ARGUMENT("max_blocks_per_seq",
-                                split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.max_blocks_per_seq = 0; }), 0, two));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "batch", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.batch = 0; }), 0, two));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "heads_q", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.heads_q = -4; }), 0, two));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "heads_kv", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.heads_kv = 3; }), 0, two));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "head_dim", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.head_dim = 96; }), 0, two));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "block_size", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.block_size = 0; }), 0, two));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "num_blocks", split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.num_blocks = 0; }), 0, two));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "max_blocks_per_seq",
+      split_kv_decode(qd, cd, cd, td, ld, od, wd, with([](auto& p) { p.max_blocks_per_seq = 0; }), 0, two));
   COURSE_CHECK_INVALID_ARGUMENT("num_splits", split_kv_decode(qd, cd, cd, td, ld, od, wd, good, 0, splits(-1)));
   COURSE_CHECK_INVALID_ARGUMENT("num_splits", split_kv_decode(qd, cd, cd, td, ld, od, wd, good, 0, splits(1025)));
   COURSE_CHECK_INVALID_ARGUMENT("num_splits", split_kv_decode_workspace_bytes(good, splits(-3)));

@@ -46,10 +46,18 @@ RopeSpec spec_of(const RopeParams& p) {
   s.layout = p.layout == RopeLayout::kNeox ? RopeSpec::Layout::kNeox : RopeSpec::Layout::kGptj;
   s.base = p.base;
   switch (p.scaling) {
-    case RopeScaling::kNone: s.scaling = RopeSpec::Scaling::kNone; break;
-    case RopeScaling::kLinear: s.scaling = RopeSpec::Scaling::kLinear; break;
-    case RopeScaling::kNtk: s.scaling = RopeSpec::Scaling::kNtk; break;
-    case RopeScaling::kYarn: s.scaling = RopeSpec::Scaling::kYarn; break;
+    case RopeScaling::kNone:
+      s.scaling = RopeSpec::Scaling::kNone;
+      break;
+    case RopeScaling::kLinear:
+      s.scaling = RopeSpec::Scaling::kLinear;
+      break;
+    case RopeScaling::kNtk:
+      s.scaling = RopeSpec::Scaling::kNtk;
+      break;
+    case RopeScaling::kYarn:
+      s.scaling = RopeSpec::Scaling::kYarn;
+      break;
   }
   s.factor = p.factor;
   s.original_max_position = p.original_max_position;
@@ -100,10 +108,14 @@ std::vector<float> inputs(size_t n, uint64_t seed) {
 enum class Positions { kPrefill, kDecode, kPacked, kLarge };
 const char* positions_name(Positions k) {
   switch (k) {
-    case Positions::kPrefill: return "prefill (m0 + n, m0 random per sequence)";
-    case Positions::kDecode: return "decode (one random position per token, up to 200000)";
-    case Positions::kPacked: return "packed (sequences of 1..20 tokens back to back, each from 0)";
-    default: return "large (random in [10^5, 10^6])";
+    case Positions::kPrefill:
+      return "prefill (m0 + n, m0 random per sequence)";
+    case Positions::kDecode:
+      return "decode (one random position per token, up to 200000)";
+    case Positions::kPacked:
+      return "packed (sequences of 1..20 tokens back to back, each from 0)";
+    default:
+      return "large (random in [10^5, 10^6])";
   }
 }
 
@@ -116,8 +128,12 @@ std::vector<int32_t> make_positions(Positions kind, int batch, int seq_len, uint
     int left = 0, next = 0;  // packed: tokens left in the current sequence, its next position
     for (int n = 0; n < seq_len; ++n) {
       switch (kind) {
-        case Positions::kPrefill: row[n] = m0 + n; break;
-        case Positions::kDecode: row[n] = int32_t(rng.uniform_int(0, 200000)); break;
+        case Positions::kPrefill:
+          row[n] = m0 + n;
+          break;
+        case Positions::kDecode:
+          row[n] = int32_t(rng.uniform_int(0, 200000));
+          break;
         case Positions::kPacked:
           if (left == 0) {
             left = int(rng.uniform_int(1, 20));
@@ -126,7 +142,9 @@ std::vector<int32_t> make_positions(Positions kind, int batch, int seq_len, uint
           row[n] = next++;
           --left;
           break;
-        case Positions::kLarge: row[n] = int32_t(rng.uniform_int(100000, 1000000)); break;
+        case Positions::kLarge:
+          row[n] = int32_t(rng.uniform_int(100000, 1000000));
+          break;
       }
     }
   }
@@ -149,8 +167,10 @@ void run_and_check(const RopeParams& p, const std::vector<int32_t>& pos, const s
   DeviceBuffer<uint16_t> d_qo(q.size()), d_ko(k.size());
   d_qo.poison();
   d_ko.poison();
-  if (in_place) rope_yarn(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_q), as_t<Ty>(d_k), d_pos.data(), p);
-  else rope_yarn(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_qo), as_t<Ty>(d_ko), d_pos.data(), p);
+  if (in_place)
+    rope_yarn(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_q), as_t<Ty>(d_k), d_pos.data(), p);
+  else
+    rope_yarn(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_qo), as_t<Ty>(d_ko), d_pos.data(), p);
   CUDA_CHECK(cudaDeviceSynchronize());
   const RopeSpec s = spec_of(p);
   const auto ref_q = course::ref::rope(q, pos, p.batch, p.heads_q, p.seq_len, p.head_dim, s);
@@ -159,12 +179,16 @@ void run_and_check(const RopeParams& p, const std::vector<int32_t>& pos, const s
   const DeviceBuffer<uint16_t>& out_k = in_place ? d_k : d_ko;
   const auto rq = course::compare(Ty::decode(out_q.download()), ref_q, dims_of(p, p.heads_q), Ty::tolerance(),
                                   out_q.guard_damage());
-  if (!rq.ok) FAIL_CHECK("q_out (" << Ty::name << "): " << rq.report);
-  else SUCCEED("q_out matches the reference");
+  if (!rq.ok)
+    FAIL_CHECK("q_out (" << Ty::name << "): " << rq.report);
+  else
+    SUCCEED("q_out matches the reference");
   const auto rk = course::compare(Ty::decode(out_k.download()), ref_k, dims_of(p, p.heads_kv), Ty::tolerance(),
                                   out_k.guard_damage());
-  if (!rk.ok) FAIL_CHECK("k_out (" << Ty::name << "): " << rk.report);
-  else SUCCEED("k_out matches the reference");
+  if (!rk.ok)
+    FAIL_CHECK("k_out (" << Ty::name << "): " << rk.report);
+  else
+    SUCCEED("k_out matches the reference");
 }
 
 // Fresh inputs for p from `seed`, both dtypes.
@@ -253,7 +277,8 @@ TEST_CASE("rope_frequency_factor: s = 1 and kNone leave every frequency alone; l
           expect(p, i, std::pow(s, -2.0 * i / (d - 2)), "NTK: s^(-2i/(D-2))");
           // The same, as the NTK-aware base change base' = base · s^(D/(D−2)).
           const double ntk_base = base * std::pow(s, double(d) / (d - 2));
-          expect(p, i, std::pow(ntk_base, -2.0 * i / d) / std::pow(base, -2.0 * i / d), "NTK: base' = base·s^(D/(D-2))");
+          expect(p, i, std::pow(ntk_base, -2.0 * i / d) / std::pow(base, -2.0 * i / d),
+                 "NTK: base' = base·s^(D/(D-2))");
           if (s == 1.0) {
             p.scaling = RopeScaling::kYarn;
             expect(p, i, 1.0, "YaRN with s = 1 is plain RoPE");
@@ -269,8 +294,9 @@ TEST_CASE("rope_frequency_factor: s = 1 and kNone leave every frequency alone; l
   CHECK(failures == 0);
 }
 
-TEST_CASE("rope_frequency_factor: YaRN's ramp: 1 up to floor(d(beta_fast)), 1/s from ceil(d(beta_slow)), linear in i between",
-          "[index][quick]") {
+TEST_CASE(
+    "rope_frequency_factor: YaRN's ramp: 1 up to floor(d(beta_fast)), 1/s from ceil(d(beta_slow)), linear in i between",
+    "[index][quick]") {
   // The deployed YaRN (the released YaRN code, Hugging Face, vLLM): d(β) = D·ln(L/(2πβ)) /
   // (2·ln base) is the (fractional) pair that turns β times over the trained context L. Rounded
   // outwards and clamped, lo = max(⌊d(β_fast)⌋, 0), hi = min(⌈d(β_slow)⌉, D − 1): pairs
@@ -322,9 +348,9 @@ TEST_CASE("rope_frequency_factor: YaRN's ramp: 1 up to floor(d(beta_fast)), 1/s 
               }
               previous = got;
               if (!ok && ++failures <= 8)
-                FAIL_CHECK(describe(p) << ", pair " << i << " (d(beta_fast) = " << d_fast << ", d(beta_slow) = "
-                                       << d_slow << ", so lo = " << lo << ", hi = " << hi << "): factor " << got
-                                       << ", expected " << want << " (" << what << ")");
+                FAIL_CHECK(describe(p) << ", pair " << i << " (d(beta_fast) = " << d_fast
+                                       << ", d(beta_slow) = " << d_slow << ", so lo = " << lo << ", hi = " << hi
+                                       << "): factor " << got << ", expected " << want << " (" << what << ")");
             }
           }
         }
@@ -465,9 +491,9 @@ TEST_CASE("rope_turns: exact to 2e-7 turns at every int32 position, where the na
     const double ramp = std::clamp((i - 18.0) / (35.0 - 18.0), 0.0, 1.0);
     freqs.push_back(theta * (ramp / 16.0 + (1 - ramp)));
   }
-  const std::vector<int64_t> positions{0,       1,        -1,       2,          7,          100,        4095,
-                                       4096,    32768,    100000,   131071,     500000,     999999,     1000000,
-                                       16777217, 123456789, -1000000, INT_MAX - 1, INT_MAX,  INT_MIN + 1, INT_MIN};
+  const std::vector<int64_t> positions{0,        1,         -1,       2,           7,       100,         4095,
+                                       4096,     32768,     100000,   131071,      500000,  999999,      1000000,
+                                       16777217, 123456789, -1000000, INT_MAX - 1, INT_MAX, INT_MIN + 1, INT_MIN};
   long long failures = 0;
   long double worst = 0, worst_naive_1e6 = 0;
   for (double f : freqs) {
@@ -478,9 +504,8 @@ TEST_CASE("rope_turns: exact to 2e-7 turns at every int32 position, where the na
       const long double err = turn_distance(got, want);
       worst = std::max(worst, err);
       if ((err > 2e-7L || !(got >= -0.5f && got <= 0.5f)) && ++failures <= 6)
-        FAIL_CHECK("inv_freq " << f << ", pos " << pos << ": rope_turns = " << got << ", exact "
-                               << (double)want << " turns (error " << (double)err
-                               << " turns; must be within 2e-7 and in [-0.5, 0.5])");
+        FAIL_CHECK("inv_freq " << f << ", pos " << pos << ": rope_turns = " << got << ", exact " << (double)want
+                               << " turns (error " << (double)err << " turns; must be within 2e-7 and in [-0.5, 0.5])");
       if (pos == 1000000) {
         const float naive = float(pos) * float(f);  // radians, rounded twice
         worst_naive_1e6 = std::max(worst_naive_1e6, turn_distance((long double)naive / kTwoPiL, want));
@@ -496,8 +521,7 @@ TEST_CASE("rope_turns: exact to 2e-7 turns at every int32 position, where the na
 // ---------------------------------------------------------------------------------------------
 // The kernel, on the GPU.
 
-TEST_CASE("rope_yarn: prefill, decode and packed positions, both layouts, fp16 and bf16",
-          "[day10][rope_yarn][quick]") {
+TEST_CASE("rope_yarn: prefill, decode and packed positions, both layouts, fp16 and bf16", "[day10][rope_yarn][quick]") {
   int idx = 0;
   for (RopeLayout layout : {RopeLayout::kNeox, RopeLayout::kGptj}) {
     for (Positions kind : {Positions::kPrefill, Positions::kDecode, Positions::kPacked}) {
@@ -521,9 +545,9 @@ TEST_CASE("rope_yarn: shapes (odd N, D 16..256, many heads) x layouts x fp16/bf1
   // {2, 40, 8, 33, 128}: 48 heads in two blocks of 24 per token; {2, 32, 8, 7, 256}: 40 heads
   // in three blocks (14, 14, 12); {1, 300, 1, 3, 16}: 301 heads in two blocks; D = 80, 48, 144:
   // blocks of 120, 120 and 72 threads.
-  const std::vector<Shape> shapes{{1, 1, 1, 1, 16},     {2, 4, 2, 37, 64},   {3, 5, 3, 67, 32},  {1, 8, 1, 129, 128},
-                                  {2, 40, 8, 33, 128},  {1, 2, 1, 5, 256},   {2, 32, 8, 7, 256}, {1, 3, 3, 1000, 80},
-                                  {2, 6, 2, 17, 48},    {1, 300, 1, 3, 16},  {1, 1, 1, 257, 144}};
+  const std::vector<Shape> shapes{{1, 1, 1, 1, 16},    {2, 4, 2, 37, 64},  {3, 5, 3, 67, 32},  {1, 8, 1, 129, 128},
+                                  {2, 40, 8, 33, 128}, {1, 2, 1, 5, 256},  {2, 32, 8, 7, 256}, {1, 3, 3, 1000, 80},
+                                  {2, 6, 2, 17, 48},   {1, 300, 1, 3, 16}, {1, 1, 1, 257, 144}};
   const Positions kinds[] = {Positions::kPrefill, Positions::kDecode, Positions::kPacked, Positions::kLarge};
   int idx = 0;
   for (size_t si = 0; si < shapes.size(); ++si) {
@@ -531,11 +555,20 @@ TEST_CASE("rope_yarn: shapes (odd N, D 16..256, many heads) x layouts x fp16/bf1
     for (RopeLayout layout : {RopeLayout::kNeox, RopeLayout::kGptj}) {
       RopeParams p = make_params(sh.b, sh.hq, sh.hkv, sh.n, sh.d, layout);
       switch ((si + (layout == RopeLayout::kGptj ? 2 : 0)) % 5) {
-        case 0: break;
-        case 1: p = with_scaling(p, RopeScaling::kLinear, 4.0); break;
-        case 2: p = with_scaling(p, RopeScaling::kNtk, 8.0, 4096, 500000.0); break;
-        case 3: p = with_scaling(p, RopeScaling::kYarn, 16.0, 2048); break;
-        default: p = with_scaling(p, RopeScaling::kYarn, 40.0, 4096, 1e6); break;
+        case 0:
+          break;
+        case 1:
+          p = with_scaling(p, RopeScaling::kLinear, 4.0);
+          break;
+        case 2:
+          p = with_scaling(p, RopeScaling::kNtk, 8.0, 4096, 500000.0);
+          break;
+        case 3:
+          p = with_scaling(p, RopeScaling::kYarn, 16.0, 2048);
+          break;
+        default:
+          p = with_scaling(p, RopeScaling::kYarn, 40.0, 4096, 1e6);
+          break;
       }
       const Positions kind = kinds[(si + (layout == RopeLayout::kGptj ? 1 : 0)) % 4];
       const uint64_t seed = course::case_seed("rope_grid", idx++);
@@ -551,7 +584,7 @@ TEST_CASE("rope_yarn: positions up to 10^6 and the int32 extremes are as accurat
           "[day10][rope_yarn][quick]") {
   // One decode token per sequence (N = 1), 64 sequences. At 10^6 a naive fp32 angle is off by up
   // to ~0.05 rad in the fastest pairs, an fp16 angle overflows; both fail here.
-  std::vector<int32_t> pos{10,      100000,  262143,   500000,   999999,    1000000,  INT_MAX,
+  std::vector<int32_t> pos{10,      100000,  262143,   500000,   999999,    1000000,    INT_MAX,
                            INT_MIN, -999999, 16777217, 33554431, 123456789, INT_MAX - 7};
   course::Rng rng(course::case_seed("rope_large_positions", 0));
   while (pos.size() < 64) pos.push_back(int32_t(rng.uniform_int(100000, 1000000)));
@@ -700,26 +733,28 @@ TEST_CASE("rope_yarn rejects bad arguments before launching anything", "[day10][
   COURSE_CHECK_INVALID_ARGUMENT("heads_kv", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.heads_kv = 0; })));
   COURSE_CHECK_INVALID_ARGUMENT("seq_len", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.seq_len = 0; })));
   for (int bad_d : {0, 8, 72, 100, 272})
-    COURSE_CHECK_INVALID_ARGUMENT("head_dim", rope_yarn(qd, kd, qod, kod, pd, with([&](auto& p) { p.head_dim = bad_d; })));
-  COURSE_CHECK_INVALID_ARGUMENT("layout",
-                                rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.layout = static_cast<RopeLayout>(2); })));
+    COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                  rope_yarn(qd, kd, qod, kod, pd, with([&](auto& p) { p.head_dim = bad_d; })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "layout", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.layout = static_cast<RopeLayout>(2); })));
   COURSE_CHECK_INVALID_ARGUMENT("base", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.base = 1.0; })));
   COURSE_CHECK_INVALID_ARGUMENT("base", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.base = NAN; })));
-  COURSE_CHECK_INVALID_ARGUMENT("scaling",
-                                rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.scaling = static_cast<RopeScaling>(7); })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "scaling", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.scaling = static_cast<RopeScaling>(7); })));
   COURSE_CHECK_INVALID_ARGUMENT("factor", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.factor = 0.5; })));
   COURSE_CHECK_INVALID_ARGUMENT("factor", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) {
-                                  p.scaling = RopeScaling::kLinear;
-                                  p.factor = INFINITY;
-                                })));
+                                                      p.scaling = RopeScaling::kLinear;
+                                                      p.factor = INFINITY;
+                                                    })));
   COURSE_CHECK_INVALID_ARGUMENT("original_max_position",
                                 rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.original_max_position = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("beta_slow", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.beta_slow = -1.0; })));
+  COURSE_CHECK_INVALID_ARGUMENT("beta_slow",
+                                rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.beta_slow = -1.0; })));
   COURSE_CHECK_INVALID_ARGUMENT("beta_fast", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) { p.beta_fast = 1.0; })));
   COURSE_CHECK_INVALID_ARGUMENT("seq_len", rope_yarn(qd, kd, qod, kod, pd, with([](auto& p) {
-                                  p.batch = 65536;
-                                  p.seq_len = 65536;
-                                })));
+                                                       p.batch = 65536;
+                                                       p.seq_len = 65536;
+                                                     })));
   // The bf16 overload checks the same way.
   COURSE_CHECK_INVALID_ARGUMENT("head_dim", rope_yarn(as_t<Bf16>(q), as_t<Bf16>(k), as_t<Bf16>(qo), as_t<Bf16>(ko), pd,
                                                       with([](auto& p) { p.head_dim = 24; })));

@@ -60,16 +60,16 @@ std::string describe(const Case& x) {
   std::string lens;
   for (int32_t n : x.lens) lens += (lens.empty() ? "" : ",") + std::to_string(n);
   return "Hq=" + std::to_string(x.heads_q) + " Hkv=" + std::to_string(x.heads_kv) + " D=" + std::to_string(x.head_dim) +
-         " block_size=" + std::to_string(x.block_size) + " context_lens={" + lens + "} window=" +
-         std::to_string(x.c.window) + " n_sink=" + std::to_string(x.c.n_sink) + " n_recent=" +
-         std::to_string(x.c.n_recent) + " budget=" + std::to_string(x.c.budget) + " pool_kernel=" +
-         std::to_string(x.c.pool_kernel);
+         " block_size=" + std::to_string(x.block_size) + " context_lens={" + lens +
+         "} window=" + std::to_string(x.c.window) + " n_sink=" + std::to_string(x.c.n_sink) +
+         " n_recent=" + std::to_string(x.c.n_recent) + " budget=" + std::to_string(x.c.budget) +
+         " pool_kernel=" + std::to_string(x.c.pool_kernel);
 }
 
 // One uploaded problem.
 struct Problem {
-  course::PagedCache pc;     // K and V rounded to fp16 (NaN stays NaN)
-  std::vector<float> q;      // q_window [B, Hq, W, D], rounded to fp16
+  course::PagedCache pc;  // K and V rounded to fp16 (NaN stays NaN)
+  std::vector<float> q;   // q_window [B, Hq, W, D], rounded to fp16
   KvCompressParams c;
   std::vector<uint16_t> k_bits, v_bits;  // the input cache as the GPU sees it
   DeviceBuffer<uint16_t> d_q, d_k, d_v;
@@ -112,8 +112,8 @@ Problem make_problem(const Case& x, uint64_t seed) {
 
 // What the launcher left in its outputs.
 struct Outputs {
-  course::PagedParams op;          // the new cache's params
-  std::vector<uint16_t> k, v;      // the new pool, fp16 bits
+  course::PagedParams op;      // the new cache's params
+  std::vector<uint16_t> k, v;  // the new pool, fp16 bits
   std::vector<int32_t> table, lens, kept;
 };
 
@@ -140,8 +140,8 @@ Outputs run(const Problem& pr) {
   lens.poison();
   kept.poison();
   ws.poison();  // a statistic or score nobody wrote is NaN
-  kv_compress(as_half(pr.d_q), as_half(pr.d_k), as_half(pr.d_v), pr.d_table.data(), pr.d_lens.data(),
-              as_half(k_out), as_half(v_out), table.data(), lens.data(), kept.data(), ws.data(), p, pr.c);
+  kv_compress(as_half(pr.d_q), as_half(pr.d_k), as_half(pr.d_v), pr.d_table.data(), pr.d_lens.data(), as_half(k_out),
+              as_half(v_out), table.data(), lens.data(), kept.data(), ws.data(), p, pr.c);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
   require_guards(k_out, "k_out");
@@ -187,12 +187,14 @@ std::string lengths_error(const Problem& pr, const Outputs& out) {
   for (int b = 0; b < pr.pc.p.batch; ++b) {
     const int want = std::min(pr.pc.lens[size_t(b)], pr.c.budget);
     if (out.lens[size_t(b)] != want)
-      return "out_context_lens[" + std::to_string(b) + "] = " + std::to_string(out.lens[size_t(b)]) + ", expected min(L = " +
-             std::to_string(pr.pc.lens[size_t(b)]) + ", budget = " + std::to_string(pr.c.budget) + ") = " + std::to_string(want);
+      return "out_context_lens[" + std::to_string(b) + "] = " + std::to_string(out.lens[size_t(b)]) +
+             ", expected min(L = " + std::to_string(pr.pc.lens[size_t(b)]) +
+             ", budget = " + std::to_string(pr.c.budget) + ") = " + std::to_string(want);
     for (int i = 0; i < ob; ++i)
       if (out.table[size_t(b) * ob + i] != b * ob + i)
-        return "out_block_table[" + std::to_string(b) + "][" + std::to_string(i) + "] = " +
-               std::to_string(out.table[size_t(b) * ob + i]) + ", expected b · out_blocks + i = " + std::to_string(b * ob + i);
+        return "out_block_table[" + std::to_string(b) + "][" + std::to_string(i) +
+               "] = " + std::to_string(out.table[size_t(b) * ob + i]) +
+               ", expected b · out_blocks + i = " + std::to_string(b * ob + i);
   }
   return "";
 }
@@ -207,8 +209,8 @@ std::string selection_error(const Problem& pr, const Outputs& out, const Referen
     if (row[r] < 0 || row[r] >= len)
       return at + "kept_indices[" + std::to_string(r) + "] = " + std::to_string(row[r]) + ", outside [0, L)";
     if (r > 0 && row[r] <= row[r - 1])
-      return at + "kept_indices is not ascending: rank " + std::to_string(r - 1) + " holds " + std::to_string(row[r - 1]) +
-             ", rank " + std::to_string(r) + " holds " + std::to_string(row[r]);
+      return at + "kept_indices is not ascending: rank " + std::to_string(r - 1) + " holds " +
+             std::to_string(row[r - 1]) + ", rank " + std::to_string(r) + " holds " + std::to_string(row[r]);
   }
   for (int r = n; r < budget; ++r)
     if (row[r] != -1)
@@ -217,13 +219,15 @@ std::string selection_error(const Problem& pr, const Outputs& out, const Referen
   if (len <= budget) {
     for (int r = 0; r < n; ++r)
       if (row[r] != r)
-        return at + "L <= budget keeps every token in order, but rank " + std::to_string(r) + " holds " + std::to_string(row[r]);
+        return at + "L <= budget keeps every token in order, but rank " + std::to_string(r) + " holds " +
+               std::to_string(row[r]);
     return "";
   }
   std::vector<char> kept(size_t(len), 0);
   for (int r = 0; r < n; ++r) kept[size_t(row[r])] = 1;
   for (int t = 0; t < pr.c.n_sink; ++t)
-    if (!kept[size_t(t)]) return at + "sink token " + std::to_string(t) + " was dropped (tokens [0, n_sink) are always kept)";
+    if (!kept[size_t(t)])
+      return at + "sink token " + std::to_string(t) + " was dropped (tokens [0, n_sink) are always kept)";
   for (int t = len - pr.c.n_recent; t < len; ++t)
     if (!kept[size_t(t)])
       return at + "recent token " + std::to_string(t) + " was dropped (tokens [L - n_recent, L) are always kept)";
@@ -263,11 +267,12 @@ std::string copy_error(const Problem& pr, const Outputs& out, int b, int hk) {
     if (t < 0 || t >= len) continue;  // selection_error reports it
     const size_t src = input_row(pr, b, t, hk);
     for (int d = 0; d < D; ++d) {
-      const bool k_ok = out.k[dst * D + d] == pr.k_bits[src * D + d], v_ok = out.v[dst * D + d] == pr.v_bits[src * D + d];
+      const bool k_ok = out.k[dst * D + d] == pr.k_bits[src * D + d],
+                 v_ok = out.v[dst * D + d] == pr.v_bits[src * D + d];
       if (!k_ok || !v_ok)
-        return at + "rank " + std::to_string(r) + " (token " + std::to_string(t) + "), d = " + std::to_string(d) + ": " +
-               (k_ok ? "V" : "K") + " differs from the input token's (expected in block " + std::to_string(b * ob + r / bs) +
-               ", slot " + std::to_string(r % bs) + ", copied bit for bit)";
+        return at + "rank " + std::to_string(r) + " (token " + std::to_string(t) + "), d = " + std::to_string(d) +
+               ": " + (k_ok ? "V" : "K") + " differs from the input token's (expected in block " +
+               std::to_string(b * ob + r / bs) + ", slot " + std::to_string(r % bs) + ", copied bit for bit)";
     }
   }
   return "";
@@ -366,8 +371,10 @@ TEST_CASE("kv_keep_plan: sinks, recent window and top-k count for every len up t
             const bool got_always = t < plan.sink_end || t >= plan.recent_begin;
             always += want_always;
             if (want_always != got_always)
-              err = "token " + std::to_string(t) + (want_always ? " must be kept whatever its score" : " must be a candidate") +
-                    (whole ? " (len <= budget: every token is kept)" : " (sinks [0, n_sink), recent [len - n_recent, len))");
+              err = "token " + std::to_string(t) +
+                    (want_always ? " must be kept whatever its score" : " must be a candidate") +
+                    (whole ? " (len <= budget: every token is kept)"
+                           : " (sinks [0, n_sink), recent [len - n_recent, len))");
           }
           if (err.empty() && plan.kept != std::min(len, budget))
             err = "kept must be min(len, budget) = " + std::to_string(std::min(len, budget));
@@ -375,8 +382,8 @@ TEST_CASE("kv_keep_plan: sinks, recent window and top-k count for every len up t
             err = "topk must be the places left after the sinks and the recent window: " +
                   std::to_string(std::min(len, budget) - always);
           if (err.empty() && (plan.sink_end != want.sink_end || plan.recent_begin != want.recent_begin))
-            err = "expected the header's {" + std::to_string(want.sink_end) + ", " + std::to_string(want.recent_begin) + ", " +
-                  std::to_string(want.topk) + ", " + std::to_string(want.kept) + "}";
+            err = "expected the header's {" + std::to_string(want.sink_end) + ", " + std::to_string(want.recent_begin) +
+                  ", " + std::to_string(want.topk) + ", " + std::to_string(want.kept) + "}";
           if (err.empty()) continue;
           if (++failures <= 5) FAIL_CHECK(at + err);
         }
@@ -395,15 +402,16 @@ TEST_CASE("kv_pool_range: the neighbours of every key, every len up to 40 and ke
         const int lo = std::max(0, t - r), hi = std::min(len, t + r + 1);
         if (got.begin == lo && got.end == hi) continue;
         if (++failures <= 5)
-          FAIL_CHECK("key " << t << " of " << len << ", pool_kernel " << kernel << ": got [" << got.begin << ", " << got.end
-                            << "), expected [" << lo << ", " << hi << "): " << r
+          FAIL_CHECK("key " << t << " of " << len << ", pool_kernel " << kernel << ": got [" << got.begin << ", "
+                            << got.end << "), expected [" << lo << ", " << hi << "): " << r
                             << " neighbours on each side, cut to the sequence [0, len)");
       }
   INFO(failures << " of " << problems << " (t, len, pool_kernel) ranges are wrong");
   CHECK(failures == 0);
 }
 
-TEST_CASE("kv_dest_slot and kv_pool_row: every kept rank gets its own slot in its sequence's blocks", "[index][quick]") {
+TEST_CASE("kv_dest_slot and kv_pool_row: every kept rank gets its own slot in its sequence's blocks",
+          "[index][quick]") {
   long long problems = 0, failures = 0;
   for (int batch = 1; batch <= 3; ++batch)
     for (int heads_kv = 1; heads_kv <= 3; ++heads_kv)
@@ -424,15 +432,16 @@ TEST_CASE("kv_dest_slot and kv_pool_row: every kept rank gets its own slot in it
                         ", expected block b · out_blocks + r / block_size = " + std::to_string(b * ob + r / bs) +
                         ", slot r % block_size = " + std::to_string(r % bs);
                 else if (row != ((long long)s.block * heads_kv + hk) * bs + s.slot)
-                  err = "kv_pool_row gave row " + std::to_string(row) + ", expected (block · Hkv + hk) · block_size + slot = " +
+                  err = "kv_pool_row gave row " + std::to_string(row) +
+                        ", expected (block · Hkv + hk) · block_size + slot = " +
                         std::to_string(((long long)s.block * heads_kv + hk) * bs + s.slot);
                 else if (row < 0 || row >= rows || !seen.insert(row).second)
                   err = "row " + std::to_string(row) + " is outside the pool or taken twice";
                 if (err.empty()) continue;
                 if (++failures <= 5)
                   FAIL_CHECK("batch " << batch << ", Hkv " << heads_kv << ", block_size " << bs << ", budget " << budget
-                                      << " (out_blocks " << ob << "), sequence " << b << ", head " << hk << ", rank " << r
-                                      << ": " << err);
+                                      << " (out_blocks " << ob << "), sequence " << b << ", head " << hk << ", rank "
+                                      << r << ": " << err);
               }
         }
   // Pools past 2^31 rows: the row needs 64 bits.
@@ -440,9 +449,8 @@ TEST_CASE("kv_dest_slot and kv_pool_row: every kept rank gets its own slot in it
   const long long big = kv_pool_row(1 << 30, 7, 15, 8, 16);
   if (big != ((1LL << 30) * 8 + 7) * 16 + 15) {
     ++failures;
-    FAIL_CHECK("kv_pool_row(block 2^30, hk 7, slot 15, Hkv 8, block_size 16) = " << big << ", expected "
-                                                                                  << ((1LL << 30) * 8 + 7) * 16 + 15
-                                                                                  << " (compute it in 64 bits)");
+    FAIL_CHECK("kv_pool_row(block 2^30, hk 7, slot 15, Hkv 8, block_size 16) = "
+               << big << ", expected " << ((1LL << 30) * 8 + 7) * 16 + 15 << " (compute it in 64 bits)");
   }
   INFO(failures << " of " << problems << " slots are wrong");
   CHECK(failures == 0);
@@ -503,7 +511,8 @@ TEST_CASE("kv_compress: ties go to the lower token index (identical keys)", "[da
     const uint64_t seed = course::case_seed("kv_compress_ties", pool);
     INFO(describe(x) << ", all keys of a head equal, seed = " << seed);
     Problem pr = make_problem(x, seed, [&](Problem& pr) {
-      const std::vector<float> u = course::random_normal(size_t(pr.pc.p.batch) * pr.pc.p.heads_kv * pr.pc.p.head_dim, seed + 3);
+      const std::vector<float> u =
+          course::random_normal(size_t(pr.pc.p.batch) * pr.pc.p.heads_kv * pr.pc.p.head_dim, seed + 3);
       for (int b = 0; b < pr.pc.p.batch; ++b)
         for (int hk = 0; hk < pr.pc.p.heads_kv; ++hk)
           for (int t = 0; t < pr.pc.lens[size_t(b)]; ++t) set_key(pr, u, b, hk, t, 1.f);
@@ -525,8 +534,10 @@ TEST_CASE("kv_compress: ties go to the lower token index (identical keys)", "[da
       for (int b = 0; b < p.batch; ++b)
         for (int hk = 0; hk < p.heads_kv; ++hk)
           for (int t = 0; t < pr.pc.lens[size_t(b)]; ++t) {
-            if (t % 3 == 0) set_key(pr, u, b, hk, t, 0.3f);
-            else set_key(pr, w, b, hk, t, 0.3f);
+            if (t % 3 == 0)
+              set_key(pr, u, b, hk, t, 0.3f);
+            else
+              set_key(pr, w, b, hk, t, 0.3f);
           }
     });
     const Reference ref = reference(pr);
@@ -618,8 +629,8 @@ TEST_CASE("kv_compress: decode over the compressed cache equals dense attention 
   const auto& p = pr.pc.p;
   const int D = p.head_dim;
   const auto q = course::round_to_half(course::random_normal(size_t(p.q_elems()), seed + 99));
-  const auto paged = course::ref::paged_decode_attention(q, course::half_bits_to_float(out.k), course::half_bits_to_float(out.v),
-                                                         out.table, out.lens, out.op);
+  const auto paged = course::ref::paged_decode_attention(
+      q, course::half_bits_to_float(out.k), course::half_bits_to_float(out.v), out.table, out.lens, out.op);
   std::vector<float> dense(size_t(p.q_elems()), 0.f);
   for (int b = 0; b < p.batch; ++b) {
     const int n = std::min(pr.pc.lens[size_t(b)], x.c.budget);
@@ -638,10 +649,12 @@ TEST_CASE("kv_compress: decode over the compressed cache equals dense attention 
     const auto o = course::ref::attention(qb, k, v, course::AttentionParams::make(1, p.heads_q, p.heads_kv, 1, n, D));
     std::copy(o.begin(), o.end(), dense.begin() + int64_t(b) * p.heads_q * D);
   }
-  const course::CompareResult r =
-      course::compare(paged, dense, course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", D}}, course::Tolerance::fp32());
-  if (!r.ok) FAIL_CHECK("paged decode over the compressed cache vs dense attention over the kept tokens:\n" << r.report);
-  else SUCCEED("decode over the compressed cache matches");
+  const course::CompareResult r = course::compare(
+      paged, dense, course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"d", D}}, course::Tolerance::fp32());
+  if (!r.ok)
+    FAIL_CHECK("paged decode over the compressed cache vs dense attention over the kept tokens:\n" << r.report);
+  else
+    SUCCEED("decode over the compressed cache matches");
 }
 
 TEST_CASE("kv_compress: NaN in unused slots never leaks; short sequences are copied whole",
@@ -657,8 +670,8 @@ TEST_CASE("kv_compress: NaN in unused slots never leaks; short sequences are cop
   // Decode over the new cache reads exactly the written slots: finite everywhere.
   const auto& p = pr.pc.p;
   const auto q = course::random_normal(size_t(p.q_elems()), seed + 5);
-  const auto o = course::ref::paged_decode_attention(q, course::half_bits_to_float(out.k), course::half_bits_to_float(out.v),
-                                                     out.table, out.lens, out.op);
+  const auto o = course::ref::paged_decode_attention(q, course::half_bits_to_float(out.k),
+                                                     course::half_bits_to_float(out.v), out.table, out.lens, out.op);
   size_t bad = 0;
   for (float y : o) bad += std::isfinite(y) ? 0 : 1;
   INFO(bad << " of " << o.size() << " decode outputs over the compressed cache are NaN or Inf");
@@ -701,7 +714,8 @@ TEST_CASE("kv_compress: out blocks and out params follow the budget", "[day10][k
   CHECK(op.block_size == 16);
   const size_t ws = kv_compress_workspace_bytes(p, c);
   CHECK(ws % sizeof(float) == 0);
-  CHECK(ws >= size_t(p.batch) * p.heads_kv * p.max_blocks_per_seq * p.block_size * sizeof(float));  // a score per key at least
+  CHECK(ws >= size_t(p.batch) * p.heads_kv * p.max_blocks_per_seq * p.block_size *
+                  sizeof(float));  // a score per key at least
 }
 
 TEST_CASE("kv_compress rejects bad arguments before launching anything", "[day10][kv_compress][args][quick]") {
@@ -715,7 +729,8 @@ TEST_CASE("kv_compress rejects bad arguments before launching anything", "[day10
   good.max_blocks_per_seq = 2;
   const KvCompressParams gc = params(4, 2, 4, 16, 3);
   const course::PagedParams op = kv_compress_out_params(good, gc);
-  DeviceBuffer<uint16_t> q(size_t(good.batch) * good.heads_q * gc.window * good.head_dim), cache(size_t(good.cache_elems()));
+  DeviceBuffer<uint16_t> q(size_t(good.batch) * good.heads_q * gc.window * good.head_dim),
+      cache(size_t(good.cache_elems()));
   DeviceBuffer<uint16_t> kout(size_t(op.cache_elems())), vout(size_t(op.cache_elems()));
   DeviceBuffer<int32_t> table(std::vector<int32_t>{0, 1, 2, 3}), lens(std::vector<int32_t>{5, 20});
   DeviceBuffer<int32_t> otable(size_t(good.batch) * op.max_blocks_per_seq), olens(size_t(good.batch));
@@ -751,26 +766,42 @@ TEST_CASE("kv_compress rejects bad arguments before launching anything", "[day10
   COURSE_CHECK_INVALID_ARGUMENT("context_lens", kv_compress(qd, cd, cd, td, nullptr, ko, vo, ot, ol, kd, wd, good, gc));
   COURSE_CHECK_INVALID_ARGUMENT("k_out", kv_compress(qd, cd, cd, td, ld, nullptr, vo, ot, ol, kd, wd, good, gc));
   COURSE_CHECK_INVALID_ARGUMENT("v_out", kv_compress(qd, cd, cd, td, ld, ko, nullptr, ot, ol, kd, wd, good, gc));
-  COURSE_CHECK_INVALID_ARGUMENT("out_block_table", kv_compress(qd, cd, cd, td, ld, ko, vo, nullptr, ol, kd, wd, good, gc));
-  COURSE_CHECK_INVALID_ARGUMENT("out_context_lens", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, nullptr, kd, wd, good, gc));
+  COURSE_CHECK_INVALID_ARGUMENT("out_block_table",
+                                kv_compress(qd, cd, cd, td, ld, ko, vo, nullptr, ol, kd, wd, good, gc));
+  COURSE_CHECK_INVALID_ARGUMENT("out_context_lens",
+                                kv_compress(qd, cd, cd, td, ld, ko, vo, ot, nullptr, kd, wd, good, gc));
   COURSE_CHECK_INVALID_ARGUMENT("kept_indices", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, nullptr, wd, good, gc));
   COURSE_CHECK_INVALID_ARGUMENT("workspace", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, nullptr, good, gc));
-  COURSE_CHECK_INVALID_ARGUMENT("batch", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.batch = 0; }), gc));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_q", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.heads_q = -4; }), gc));
-  COURSE_CHECK_INVALID_ARGUMENT("heads_kv", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.heads_kv = 3; }), gc));
-  COURSE_CHECK_INVALID_ARGUMENT("head_dim", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.head_dim = 96; }), gc));
-  COURSE_CHECK_INVALID_ARGUMENT("block_size", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.block_size = 0; }), gc));
-  COURSE_CHECK_INVALID_ARGUMENT("num_blocks", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.num_blocks = 0; }), gc));
-  COURSE_CHECK_INVALID_ARGUMENT("max_blocks_per_seq",
-                                kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.max_blocks_per_seq = 0; }), gc));
-  COURSE_CHECK_INVALID_ARGUMENT("window", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.window = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("window", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.window = 17; })));
-  COURSE_CHECK_INVALID_ARGUMENT("n_sink", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.n_sink = -1; })));
-  COURSE_CHECK_INVALID_ARGUMENT("n_recent", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.n_recent = -2; })));
-  COURSE_CHECK_INVALID_ARGUMENT("budget", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.budget = 0; })));
-  COURSE_CHECK_INVALID_ARGUMENT("budget", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.budget = 5; })));
-  COURSE_CHECK_INVALID_ARGUMENT("pool_kernel", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.pool_kernel = 4; })));
-  COURSE_CHECK_INVALID_ARGUMENT("pool_kernel", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.pool_kernel = 33; })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "batch", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.batch = 0; }), gc));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "heads_q", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.heads_q = -4; }), gc));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "heads_kv", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.heads_kv = 3; }), gc));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "head_dim", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, with([](auto& p) { p.head_dim = 96; }), gc));
+  COURSE_CHECK_INVALID_ARGUMENT("block_size", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd,
+                                                          with([](auto& p) { p.block_size = 0; }), gc));
+  COURSE_CHECK_INVALID_ARGUMENT("num_blocks", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd,
+                                                          with([](auto& p) { p.num_blocks = 0; }), gc));
+  COURSE_CHECK_INVALID_ARGUMENT("max_blocks_per_seq", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd,
+                                                                  with([](auto& p) { p.max_blocks_per_seq = 0; }), gc));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "window", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.window = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "window", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.window = 17; })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "n_sink", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.n_sink = -1; })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "n_recent", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.n_recent = -2; })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "budget", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.budget = 0; })));
+  COURSE_CHECK_INVALID_ARGUMENT(
+      "budget", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good, cfg([](auto& c) { c.budget = 5; })));
+  COURSE_CHECK_INVALID_ARGUMENT("pool_kernel", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good,
+                                                           cfg([](auto& c) { c.pool_kernel = 4; })));
+  COURSE_CHECK_INVALID_ARGUMENT("pool_kernel", kv_compress(qd, cd, cd, td, ld, ko, vo, ot, ol, kd, wd, good,
+                                                           cfg([](auto& c) { c.pool_kernel = 33; })));
   COURSE_CHECK_INVALID_ARGUMENT("head_dim", kv_compress_workspace_bytes(with([](auto& p) { p.head_dim = 48; }), gc));
   COURSE_CHECK_INVALID_ARGUMENT("budget", kv_compress_out_params(good, cfg([](auto& c) { c.budget = -1; })));
   CUDA_CHECK(cudaDeviceSynchronize());

@@ -67,8 +67,9 @@ double rms(const std::vector<float>& x) {
 template <class Ty>
 course::Tolerance grad_tolerance(const std::vector<float>& ref, double floor) {
   const double s = rms(ref);
-  return {Ty::kAtolRms * std::max(s, floor), Ty::kRtol, s > 0.0 ? Ty::kRelL2 : INFINITY,
-          Ty::kRelL2 < 5e-3 ? "fp16 gradient (atol relative to rms(ref))" : "bf16 gradient (atol relative to rms(ref))"};
+  return {
+      Ty::kAtolRms * std::max(s, floor), Ty::kRtol, s > 0.0 ? Ty::kRelL2 : INFINITY,
+      Ty::kRelL2 < 5e-3 ? "fp16 gradient (atol relative to rms(ref))" : "bf16 gradient (atol relative to rms(ref))"};
 }
 
 // Rounded inputs of one problem (fp32 values exactly representable in the 16-bit type).
@@ -113,8 +114,8 @@ void run_and_compare(const AttentionParams& p, const Inputs& in, size_t nan_pad 
   d_dv.poison();
   DeviceBuffer<float> ws((flash_attention_mma_backward_workspace_bytes(p) + 3) / 4);
   ws.poison();
-  flash_attention_mma_backward(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), as_t<Ty>(d_do),
-                               d_lse.data(), as_t<Ty>(d_dq), as_t<Ty>(d_dk), as_t<Ty>(d_dv), ws.data(), p);
+  flash_attention_mma_backward(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), as_t<Ty>(d_do), d_lse.data(),
+                               as_t<Ty>(d_dq), as_t<Ty>(d_dk), as_t<Ty>(d_dv), ws.data(), p);
   CUDA_CHECK(cudaDeviceSynchronize());
 
   const double floor = 1e-3 * rms(ref.dv);
@@ -126,12 +127,14 @@ void run_and_compare(const AttentionParams& p, const Inputs& in, size_t nan_pad 
     const std::vector<float>& ref;
     const course::Dims& dims;
   };
-  for (const Grad& gr : {Grad{"dQ", d_dq, ref.dq, qdims}, Grad{"dK", d_dk, ref.dk, kdims},
-                         Grad{"dV", d_dv, ref.dv, kdims}}) {
-    const auto r = course::compare(Ty::decode(gr.out.download()), gr.ref, gr.dims,
-                                   grad_tolerance<Ty>(gr.ref, floor), gr.out.guard_damage());
-    if (!r.ok) FAIL_CHECK(gr.name << ": " << r.report);
-    else SUCCEED(gr.name << " matches the reference");
+  for (const Grad& gr :
+       {Grad{"dQ", d_dq, ref.dq, qdims}, Grad{"dK", d_dk, ref.dk, kdims}, Grad{"dV", d_dv, ref.dv, kdims}}) {
+    const auto r = course::compare(Ty::decode(gr.out.download()), gr.ref, gr.dims, grad_tolerance<Ty>(gr.ref, floor),
+                                   gr.out.guard_damage());
+    if (!r.ok)
+      FAIL_CHECK(gr.name << ": " << r.report);
+    else
+      SUCCEED(gr.name << " matches the reference");
   }
 }
 
@@ -146,8 +149,8 @@ AttentionParams params_of(const Case& c) {
   return AttentionParams::make(c.b, c.h, c.h_kv > 0 ? c.h_kv : c.h, c.nq, c.nk, c.d, c.causal);
 }
 
-#define CASE_INFO(Ty, c, p, seed)                                                                        \
-  INFO(Ty::name << " B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq      \
+#define CASE_INFO(Ty, c, p, seed)                                                                         \
+  INFO(Ty::name << " B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq       \
                 << " Nk=" << (c).nk << " D=" << (c).d << ((c).causal ? " causal" : "") << " (" << (c).why \
                 << "), seed = " << (seed) << " (set COURSE_SEED to vary)")
 
@@ -171,7 +174,6 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
   run_grid_t<Fp16>(name, cases);
   run_grid_t<Bf16>(name, cases);
 }
-
 
 using course::IndexFailures;
 using course::ptx_c_position;
@@ -262,47 +264,49 @@ TEST_CASE("bwd_acc_key, bwd_acc_query: every lane and element lands where the PT
 
 TEST_CASE("flash_attention_mma_backward: small shapes and N = 1", "[day10][fp16_mma_backward][quick]") {
   run_grid("bwd_small", {
-      {1, 1, 1, 1, 64, false, "N = 1: one query, one key (dQ = dK = 0 exactly)"},
-      {1, 2, 1, 1, 128, true, "N = 1, causal"},
-      {2, 3, 17, 17, 64, true, "below one tile"},
-      {1, 2, 67, 67, 128, false, "not a tile multiple"},
-      {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
-      {1, 1, 5, 200, 128, false, "short query, keys over two key blocks"},
-      {1, 1, 16, 16, 64, true, "causal within one fragment: rows g and g+8"},
-  });
+                            {1, 1, 1, 1, 64, false, "N = 1: one query, one key (dQ = dK = 0 exactly)"},
+                            {1, 2, 1, 1, 128, true, "N = 1, causal"},
+                            {2, 3, 17, 17, 64, true, "below one tile"},
+                            {1, 2, 67, 67, 128, false, "not a tile multiple"},
+                            {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
+                            {1, 1, 5, 200, 128, false, "short query, keys over two key blocks"},
+                            {1, 1, 16, 16, 64, true, "causal within one fragment: rows g and g+8"},
+                        });
 }
 
-TEST_CASE("flash_attention_mma_backward: Nq != Nk, causal alignment is bottom-right", "[day10][fp16_mma_backward][quick]") {
+TEST_CASE("flash_attention_mma_backward: Nq != Nk, causal alignment is bottom-right",
+          "[day10][fp16_mma_backward][quick]") {
   run_grid("bwd_nq_ne_nk", {
-      {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
-      {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
-      {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, their dQ is zero"},
-      {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
-      {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-  });
+                               {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
+                               {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
+                               {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, their dQ is zero"},
+                               {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
+                               {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
+                           });
 }
 
 TEST_CASE("flash_attention_mma_backward: GQA, dK and dV summed over the group", "[day10][fp16_mma_backward][quick]") {
   run_grid("bwd_gqa", {
-      {1, 8, 67, 67, 64, true, "(8,8) MHA, causal", 8},
-      {1, 8, 67, 130, 64, true, "(8,2), causal, Nq < Nk", 2},
-      {1, 8, 100, 37, 128, false, "(8,1) MQA, Nq > Nk", 1},
-      {1, 8, 130, 130, 128, true, "(8,1) MQA, causal", 1},
-      {1, 32, 40, 70, 64, false, "(32,8)", 8},
-      {2, 32, 33, 33, 128, true, "(32,8), causal, batch 2", 8},
-  });
+                          {1, 8, 67, 67, 64, true, "(8,8) MHA, causal", 8},
+                          {1, 8, 67, 130, 64, true, "(8,2), causal, Nq < Nk", 2},
+                          {1, 8, 100, 37, 128, false, "(8,1) MQA, Nq > Nk", 1},
+                          {1, 8, 130, 130, 128, true, "(8,1) MQA, causal", 1},
+                          {1, 32, 40, 70, 64, false, "(32,8)", 8},
+                          {2, 32, 33, 33, 128, true, "(32,8), causal, batch 2", 8},
+                      });
 }
 
-TEST_CASE("flash_attention_mma_backward: tile boundaries, head dims and longer sequences", "[day10][fp16_mma_backward]") {
+TEST_CASE("flash_attention_mma_backward: tile boundaries, head dims and longer sequences",
+          "[day10][fp16_mma_backward]") {
   run_grid("bwd_grid", {
-      {1, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
-      {1, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
-      {1, 3, 64, 128, 64, true, "exactly one query tile and one key block"},
-      {1, 1, 65, 129, 128, true, "one past a tile boundary, both ways"},
-      {1, 2, 511, 1537, 128, true, "chunked prefill over many key blocks"},
-      {1, 2, 2048, 2048, 64, true, "2048, causal"},
-      {1, 32, 256, 256, 128, true, "(32,8) over several query tiles", 8},
-  });
+                           {1, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
+                           {1, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
+                           {1, 3, 64, 128, 64, true, "exactly one query tile and one key block"},
+                           {1, 1, 65, 129, 128, true, "one past a tile boundary, both ways"},
+                           {1, 2, 511, 1537, 128, true, "chunked prefill over many key blocks"},
+                           {1, 2, 2048, 2048, 64, true, "2048, causal"},
+                           {1, 32, 256, 256, 128, true, "(32,8) over several query tiles", 8},
+                       });
 }
 
 // Logits of about ±1e3: Q and K are multiples of 1/16 (exact in both types), scale = 64, so
@@ -329,7 +333,8 @@ TEST_CASE("flash_attention_mma_backward: logits of magnitude 1e3", "[day10][fp16
       INFO("scale = 64: logits spread over about ±1e3");
       Inputs in{course::random_normal_sixteenths(size_t(p.q_elems()), seed),
                 course::random_normal_sixteenths(size_t(p.kv_elems()), seed + 1),
-                course::random_normal(size_t(p.kv_elems()), seed + 2), course::random_normal(size_t(p.q_elems()), seed + 3)};
+                course::random_normal(size_t(p.kv_elems()), seed + 2),
+                course::random_normal(size_t(p.q_elems()), seed + 3)};
       in = rounded<Ty>(in);
       const auto fwd = course::ref::attention_forward_lse(in.q, in.k, in.v, p);
       const int D = p.head_dim;
@@ -361,7 +366,8 @@ TEST_CASE("flash_attention_mma_backward: logits of magnitude 1e3", "[day10][fp16
 // dQ_i. An accumulator that rounds to 16 bits after each block loses ~2^-11 (fp16) or ~2^-8
 // (bf16) of that running sum per block: 10 to 50 times the bound (emulated on the CPU), while
 // fp32 atomics lose nothing measurable.
-TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key blocks", "[day10][fp16_mma_backward][quick]") {
+TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key blocks",
+          "[day10][fp16_mma_backward][quick]") {
   const std::vector<Case> cases{{1, 2, 64, 4096, 64, false, "64 queries, 4096 keys (32 or 64 key blocks)"},
                                 {1, 2, 40, 2000, 128, false, "40 queries, 2000 keys, D=128"},
                                 {1, 2, 40, 1000, 128, true, "40 queries, 1000 keys, causal"}};
@@ -372,7 +378,8 @@ TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key block
       const AttentionParams p = params_of(c);
       const uint64_t seed = course::case_seed(std::string("bwd_dq_fp32_") + Ty::name, int64_t(idx));
       CASE_INFO(Ty, c, p, seed);
-      INFO("K_j = w + noise, V_j = ±u + noise (+ for the first half of the keys): large partial sums of dQ that cancel");
+      INFO(
+          "K_j = w + noise, V_j = ±u + noise (+ for the first half of the keys): large partial sums of dQ that cancel");
       const int D = p.head_dim, Nk = p.seq_k;
       Inputs in{course::random_normal(size_t(p.q_elems()), seed, 0.f, 0.5f),
                 course::random_normal(size_t(p.kv_elems()), seed + 1),
@@ -395,7 +402,8 @@ TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key block
 
 // Q, K, V, O, dO (and L) are followed in memory by 64 rows of NaN: a kernel that reads past Nq or
 // Nk, or gives the zero-filled rows of a partial tile any NaN, turns gradients into NaN.
-TEST_CASE("flash_attention_mma_backward: nothing past the end of the inputs is read", "[day10][fp16_mma_backward][quick]") {
+TEST_CASE("flash_attention_mma_backward: nothing past the end of the inputs is read",
+          "[day10][fp16_mma_backward][quick]") {
   const Case cases[] = {{1, 1, 67, 67, 64, false, "NaN rows after every input"},
                         {1, 1, 33, 100, 128, true, "NaN rows after every input, causal"},
                         {1, 1, 129, 65, 64, true, "NaN rows after every input, Nq > Nk"}};
@@ -420,18 +428,18 @@ TEST_CASE("flash_attention_mma_backward: the configuration of smaller GPUs", "[d
     course::ScopedSmemLimit override_limit("101376");
     INFO("COURSE_SMEM_LIMIT=101376");
     run_grid("bwd_smem_99k", {
-        {1, 2, 67, 300, 128, true, "tails, causal, D=128"},
-        {1, 4, 100, 37, 128, true, "Nq > Nk, GQA (4,2), D=128", 2},
-        {1, 2, 70, 200, 64, true, "tails, causal, D=64"},
-    });
+                                 {1, 2, 67, 300, 128, true, "tails, causal, D=128"},
+                                 {1, 4, 100, 37, 128, true, "Nq > Nk, GQA (4,2), D=128", 2},
+                                 {1, 2, 70, 200, 64, true, "tails, causal, D=64"},
+                             });
   }
   {
     course::ScopedSmemLimit override_limit("80000");
     INFO("COURSE_SMEM_LIMIT=80000");
     run_grid("bwd_smem_80k", {
-        {1, 2, 67, 300, 64, true, "tails, causal, D=64"},
-        {1, 4, 100, 37, 64, false, "Nq > Nk, GQA (4,1), D=64", 1},
-    });
+                                 {1, 2, 67, 300, 64, true, "tails, causal, D=64"},
+                                 {1, 4, 100, 37, 64, false, "Nq > Nk, GQA (4,1), D=64", 1},
+                             });
   }
 }
 
@@ -471,14 +479,22 @@ TEST_CASE("flash_attention_mma_backward rejects bad arguments before launching a
     COURSE_CHECK_INVALID_ARGUMENT("d_o", flash_attention_mma_backward(x, x, x, x, x + 4, l, y, y, y, w, good));
     COURSE_CHECK_INVALID_ARGUMENT("dk", flash_attention_mma_backward(x, x, x, x, x, l, y, y + 2, y, w, good));
     COURSE_CHECK_INVALID_ARGUMENT("workspace", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w + 1, good));
-    COURSE_CHECK_INVALID_ARGUMENT("batch", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.batch = 0; })));
-    COURSE_CHECK_INVALID_ARGUMENT("heads_q", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.heads_q = 0; })));
-    COURSE_CHECK_INVALID_ARGUMENT("heads_kv", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.heads_kv = 3; })));
-    COURSE_CHECK_INVALID_ARGUMENT("seq_q", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.seq_q = 0; })));
-    COURSE_CHECK_INVALID_ARGUMENT("seq_k", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.seq_k = -3; })));
-    COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.head_dim = 32; })));
-    COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.head_dim = 80; })));
-    COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.window = 16; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "batch", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.batch = 0; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "heads_q", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.heads_q = 0; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "heads_kv", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.heads_kv = 3; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "seq_q", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.seq_q = 0; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "seq_k", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.seq_k = -3; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "head_dim", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.head_dim = 32; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "head_dim", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.head_dim = 80; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "window", flash_attention_mma_backward(x, x, x, x, x, l, y, y, y, w, with([](auto& p) { p.window = 16; })));
   };
   run(Fp16{});
   run(Bf16{});

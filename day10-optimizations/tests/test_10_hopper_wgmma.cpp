@@ -52,11 +52,16 @@ struct Shape {
 
 const char* describe(Inputs in) {
   switch (in) {
-    case Inputs::kNormal: return "normal(0, 1) inputs";
-    case Inputs::kOffset: return "Q and K with mean 2: dot products near 512 (fp16 steps by 0.5 there)";
-    case Inputs::kSixteenths: return "scale 128, Q and K multiples of 1/16: logits of about ±1e4";
-    case Inputs::kEqualRows: return "every V row the same u, |u| in [8, 16): O must round back to u";
-    case Inputs::kNanTail: return "K and V followed by 128 rows of NaN";
+    case Inputs::kNormal:
+      return "normal(0, 1) inputs";
+    case Inputs::kOffset:
+      return "Q and K with mean 2: dot products near 512 (fp16 steps by 0.5 there)";
+    case Inputs::kSixteenths:
+      return "scale 128, Q and K multiples of 1/16: logits of about ±1e4";
+    case Inputs::kEqualRows:
+      return "every V row the same u, |u| in [8, 16): O must round back to u";
+    case Inputs::kNanTail:
+      return "K and V followed by 128 rows of NaN";
   }
   return "";
 }
@@ -107,18 +112,22 @@ void check_case(const Shape& sh, Inputs in, const std::string& name, int64_t idx
   launch(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), p);
   const cudaError_t err = cudaDeviceSynchronize();
   if (err == cudaErrorLaunchFailure || err == cudaErrorIllegalInstruction) {
-    FAIL("the kernel stopped with '" << cudaGetErrorString(err) << "'. In this exercise that is almost always "
-         "the watchdog (hopper_sm90.cuh) ending a block that waited 10 s on an mbarrier phase that never "
-         "completes: a wait on the wrong parity, a tile the consumers never release (8 warp arrivals per "
-         "phase), or expect_tx bytes that never land. The GPU context is now unusable: the test cases after "
-         "this one fail too.");
+    FAIL("the kernel stopped with '"
+         << cudaGetErrorString(err)
+         << "'. In this exercise that is almost always "
+            "the watchdog (hopper_sm90.cuh) ending a block that waited 10 s on an mbarrier phase that never "
+            "completes: a wait on the wrong parity, a tile the consumers never release (8 warp arrivals per "
+            "phase), or expect_tx bytes that never land. The GPU context is now unusable: the test cases after "
+            "this one fail too.");
   }
   CUDA_CHECK(err);
   const course::Dims dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}};
-  const auto r = course::compare(Ty::decode(d_o.download()), course::ref::attention(q, k, v, p), dims,
-                                 Ty::tolerance(), d_o.guard_damage());
-  if (!r.ok) FAIL_CHECK(r.report);
-  else SUCCEED("output matches the reference");
+  const auto r = course::compare(Ty::decode(d_o.download()), course::ref::attention(q, k, v, p), dims, Ty::tolerance(),
+                                 d_o.guard_damage());
+  if (!r.ok)
+    FAIL_CHECK(r.report);
+  else
+    SUCCEED("output matches the reference");
 }
 
 struct Wgmma {
@@ -158,16 +167,16 @@ TEST_CASE("wgmma_acc_row, wgmma_acc_col: every thread and element lands where th
         std::ostringstream at;
         at << "N = " << n << ", thread " << t << " (warp " << t / 32 << ", lane " << t % 32 << "), element d[" << i
            << "]: ";
-        f.check(row == want_row, at.str() + "wgmma_acc_row gave " + std::to_string(row) + ", expected " +
-                                     std::to_string(want_row));
-        f.check(col == want_col, at.str() + "wgmma_acc_col gave " + std::to_string(col) + ", expected " +
-                                     std::to_string(want_col));
+        f.check(row == want_row,
+                at.str() + "wgmma_acc_row gave " + std::to_string(row) + ", expected " + std::to_string(want_row));
+        f.check(col == want_col,
+                at.str() + "wgmma_acc_col gave " + std::to_string(col) + ", expected " + std::to_string(want_col));
         seen.insert({row, col});
       }
     }
     f.check(int(seen.size()) == 64 * n, "N = " + std::to_string(n) + ": the 128 threads cover " +
-                                            std::to_string(seen.size()) + " distinct (row, column) positions, expected 64 × " +
-                                            std::to_string(n));
+                                            std::to_string(seen.size()) +
+                                            " distinct (row, column) positions, expected 64 × " + std::to_string(n));
   }
   f.summary("wgmma_acc_row / wgmma_acc_col");
 }
@@ -193,8 +202,8 @@ TEST_CASE("wgmma_p_a_index: every register of P holds what the PTX A layout expe
           const int got_row = wgmma_acc_row(t, i + half), got_key = wgmma_acc_col(t, i + half);
           std::ostringstream where;
           where << at.str() << ", thread " << t << ", " << (half ? "high" : "low") << " half: the A layout wants (row "
-                << want_row << ", key " << want_key << "), S element " << i + half << " is (row " << got_row
-                << ", key " << got_key << ")";
+                << want_row << ", key " << want_key << "), S element " << i + half << " is (row " << got_row << ", key "
+                << got_key << ")";
           f.check(got_row == want_row && got_key == want_key, where.str());
         }
       }
@@ -232,45 +241,47 @@ TEST_CASE("wgmma_desc_sw128: the descriptor's bit fields", "[index][quick]") {
 
 TEST_CASE("flash_attention_wgmma: small shapes and tails", "[day10][hopper][quick]") {
   run_grid("wgmma_small", {
-      {1, 1, 1, 1, 1, 64, false, "one query, one key"},
-      {1, 1, 1, 1, 1, 128, true, "one query, one key, causal"},
-      {2, 3, 3, 17, 17, 64, true, "below one tile"},
-      {1, 2, 2, 67, 67, 128, false, "not a tile multiple"},
-      {1, 2, 2, 130, 130, 64, true, "one row past a block of 128: the second consumer's rows"},
-      {1, 1, 1, 5, 300, 128, false, "short query, keys over three tiles"},
-      {1, 1, 1, 16, 16, 64, true, "causal within one warp: rows r and r + 8"},
-  });
+                              {1, 1, 1, 1, 1, 64, false, "one query, one key"},
+                              {1, 1, 1, 1, 1, 128, true, "one query, one key, causal"},
+                              {2, 3, 3, 17, 17, 64, true, "below one tile"},
+                              {1, 2, 2, 67, 67, 128, false, "not a tile multiple"},
+                              {1, 2, 2, 130, 130, 64, true, "one row past a block of 128: the second consumer's rows"},
+                              {1, 1, 1, 5, 300, 128, false, "short query, keys over three tiles"},
+                              {1, 1, 1, 16, 16, 64, true, "causal within one warp: rows r and r + 8"},
+                          });
 }
 
-TEST_CASE("flash_attention_wgmma: Nq != Nk, causal alignment is bottom-right, rows that see nothing", "[day10][hopper][quick]") {
-  run_grid("wgmma_nq_ne_nk", {
-      {1, 2, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill"},
-      {1, 2, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
-      {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
-      {1, 1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
-      {1, 1, 1, 400, 20, 128, true, "Nq > Nk: whole blocks of 128 rows see nothing (no tile loaded)"},
-      {2, 2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-  });
+TEST_CASE("flash_attention_wgmma: Nq != Nk, causal alignment is bottom-right, rows that see nothing",
+          "[day10][hopper][quick]") {
+  run_grid("wgmma_nq_ne_nk",
+           {
+               {1, 2, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill"},
+               {1, 2, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
+               {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
+               {1, 1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
+               {1, 1, 1, 400, 20, 128, true, "Nq > Nk: whole blocks of 128 rows see nothing (no tile loaded)"},
+               {2, 2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
+           });
 }
 
 TEST_CASE("flash_attention_wgmma: GQA ratios (8,8) (8,2) (8,1) (32,8)", "[day10][hopper][quick]") {
   run_grid("wgmma_gqa", {
-      {1, 8, 8, 150, 150, 128, true, "MHA 8/8"},
-      {2, 8, 2, 67, 200, 64, true, "GQA 8/2, tails"},
-      {1, 8, 1, 130, 257, 128, false, "MQA 8/1"},
-      {1, 32, 8, 70, 70, 64, true, "GQA 32/8"},
-  });
+                            {1, 8, 8, 150, 150, 128, true, "MHA 8/8"},
+                            {2, 8, 2, 67, 200, 64, true, "GQA 8/2, tails"},
+                            {1, 8, 1, 130, 257, 128, false, "MQA 8/1"},
+                            {1, 32, 8, 70, 70, 64, true, "GQA 32/8"},
+                        });
 }
 
 TEST_CASE("flash_attention_wgmma: long sequences: the K/V ring wraps many times", "[day10][hopper]") {
   run_grid("wgmma_long", {
-      {1, 2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
-      {2, 2, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
-      {1, 2, 2, 511, 1537, 128, true, "chunked prefill over 13 tiles"},
-      {1, 1, 1, 1, 2048, 64, false, "one query, 2048 keys: the running max must be rescaled"},
-      {1, 2, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
-      {1, 2, 2, 2048, 2048, 64, false, "prefill, no mask, D=64"},
-  });
+                             {1, 2, 2, 1000, 1000, 128, true, "non-multiple, causal, D=128"},
+                             {2, 2, 2, 1000, 1000, 64, false, "non-multiple, D=64"},
+                             {1, 2, 2, 511, 1537, 128, true, "chunked prefill over 13 tiles"},
+                             {1, 1, 1, 1, 2048, 64, false, "one query, 2048 keys: the running max must be rescaled"},
+                             {1, 2, 2, 2048, 2048, 128, true, "prefill, causal, D=128"},
+                             {1, 2, 2, 2048, 2048, 64, false, "prefill, no mask, D=64"},
+                         });
 }
 
 TEST_CASE("flash_attention_wgmma: scores accumulate in fp32 (large dot products)", "[day10][hopper][quick]") {
@@ -279,25 +290,29 @@ TEST_CASE("flash_attention_wgmma: scores accumulate in fp32 (large dot products)
 }
 
 TEST_CASE("flash_attention_wgmma: logits of magnitude 1e4 never overflow", "[day10][hopper][quick]") {
-  run_grid("wgmma_magnitude", {{1, 2, 2, 150, 150, 64, false, "large logits"},
-                               {1, 2, 2, 150, 300, 128, true, "large logits, causal, Nq < Nk"}},
-           Inputs::kSixteenths);
+  run_grid(
+      "wgmma_magnitude",
+      {{1, 2, 2, 150, 150, 64, false, "large logits"}, {1, 2, 2, 150, 300, 128, true, "large logits, causal, Nq < Nk"}},
+      Inputs::kSixteenths);
 }
 
 TEST_CASE("flash_attention_wgmma: nothing past the end of K and V is read", "[day10][hopper][quick]") {
-  run_grid("wgmma_nan_tail", {{1, 1, 1, 67, 67, 64, false, "partial last tile"},
-                              {1, 1, 1, 33, 200, 128, true, "partial last tile, causal"}},
-           Inputs::kNanTail);
+  run_grid(
+      "wgmma_nan_tail",
+      {{1, 1, 1, 67, 67, 64, false, "partial last tile"}, {1, 1, 1, 33, 200, 128, true, "partial last tile, causal"}},
+      Inputs::kNanTail);
 }
 
 TEST_CASE("flash_attention_wgmma: bf16 output is rounded to nearest, not truncated", "[day10][hopper][quick]") {
-  run_grid("wgmma_round", {{1, 2, 2, 70, 90, 64, false, "V rows all equal"},
-                           {1, 2, 2, 70, 300, 128, true, "V rows all equal, causal"}},
-           Inputs::kEqualRows);
+  run_grid(
+      "wgmma_round",
+      {{1, 2, 2, 70, 90, 64, false, "V rows all equal"}, {1, 2, 2, 70, 300, 128, true, "V rows all equal, causal"}},
+      Inputs::kEqualRows);
 }
 
 // The bench's staircase runs the same function four ways, one per rung; each rung must be right too.
-TEST_CASE("flash_attention_wgmma_step: every rung of the staircase computes the same function", "[day10][hopper][quick]") {
+TEST_CASE("flash_attention_wgmma_step: every rung of the staircase computes the same function",
+          "[day10][hopper][quick]") {
   const std::vector<Shape> shapes{{1, 2, 2, 200, 333, 128, true, "causal, tails, 3 tiles"},
                                   {1, 4, 2, 130, 600, 64, false, "GQA 4/2, 5 tiles"}};
   for (WgmmaStep step : {WgmmaStep::kSerial, WgmmaStep::kTwoStages, WgmmaStep::kOverlapped, WgmmaStep::kPingPong}) {
@@ -339,11 +354,13 @@ TEST_CASE("flash_attention_wgmma rejects bad arguments before launching anything
     COURSE_CHECK_INVALID_ARGUMENT("heads_kv", flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.heads_kv = 3; })));
     COURSE_CHECK_INVALID_ARGUMENT("seq_q", flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.seq_q = 0; })));
     COURSE_CHECK_INVALID_ARGUMENT("seq_k", flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.seq_k = -3; })));
-    COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.head_dim = 32; })));
-    COURSE_CHECK_INVALID_ARGUMENT("head_dim", flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.head_dim = 96; })));
-    COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.window = 16; })));
     COURSE_CHECK_INVALID_ARGUMENT("head_dim",
-                                  flash_attention_wgmma_step(WgmmaStep::kSerial, x, x, x, y, with([](auto& p) { p.head_dim = 80; })));
+                                  flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.head_dim = 32; })));
+    COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                  flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.head_dim = 96; })));
+    COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.window = 16; })));
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "head_dim", flash_attention_wgmma_step(WgmmaStep::kSerial, x, x, x, y, with([](auto& p) { p.head_dim = 80; })));
   };
   run(Fp16{});
   run(Bf16{});

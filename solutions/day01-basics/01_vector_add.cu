@@ -11,9 +11,7 @@ __global__ void vector_add_kernel(const float* a, const float* b, float* c, int6
   // one 128-byte transaction per operand (coalesced).
   // snippet-begin: grid-stride
   const int64_t stride = int64_t(blockDim.x) * gridDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    c[i] = a[i] + b[i];
-  }
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) { c[i] = a[i] + b[i]; }
   // snippet-end: grid-stride
 }
 

@@ -16,8 +16,8 @@ constexpr int kNaiveX = 32, kNaiveY = 8;
 constexpr int kMaxGridY = 65535;  // the y dimension of a grid is limited to 65535 blocks
 
 // Checks shared by both launchers: pointers, signs, and the grid's y limit (rows go on y).
-void check_matmul_args(const char* who, const float* a, const float* b, const float* c, int m,
-                       int n, int k, int rows_per_block) {
+void check_matmul_args(const char* who, const float* a, const float* b, const float* c, int m, int n, int k,
+                       int rows_per_block) {
   course::require_not_null(a, who, "a");
   course::require_not_null(b, who, "b");
   course::require_not_null(c, who, "c");
@@ -45,8 +45,7 @@ __global__ void matmul_naive_kernel(const float* a, const float* b, float* c, in
   // snippet-end: naive-thread
 }
 
-void matmul_naive(const float* a, const float* b, float* c, int m, int n, int k,
-                  cudaStream_t stream) {
+void matmul_naive(const float* a, const float* b, float* c, int m, int n, int k, cudaStream_t stream) {
   check_matmul_args("matmul_naive", a, b, c, m, n, k, kNaiveY);
   if (m == 0 || n == 0) return;  // an empty C: nothing to launch
 
@@ -91,8 +90,7 @@ __global__ void matmul_tiled_kernel(const float* a, const float* b, float* c, in
   // snippet-end: tile-store
 }
 
-void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k,
-                  cudaStream_t stream) {
+void matmul_tiled(const float* a, const float* b, float* c, int m, int n, int k, cudaStream_t stream) {
   check_matmul_args("matmul_tiled", a, b, c, m, n, k, kTile);
   if (m == 0 || n == 0) return;
 

@@ -74,8 +74,7 @@ __global__ void row_reduce_kernel(const float* x, float* row_max, float* row_sum
   // snippet-end: block-stage
 }
 
-void row_reduce(const float* x, float* row_max, float* row_sum, int rows, int cols,
-                cudaStream_t stream) {
+void row_reduce(const float* x, float* row_max, float* row_sum, int rows, int cols, cudaStream_t stream) {
   course::require_not_null(x, "row_reduce", "x");
   course::require_not_null(row_max, "row_reduce", "row_max");
   course::require_not_null(row_sum, "row_reduce", "row_sum");

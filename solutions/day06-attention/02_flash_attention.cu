@@ -38,10 +38,10 @@ using day06::load_tile;
 // Grid: (query tiles, heads, batch). Block: Br threads.
 template <int D>
 __global__ void __launch_bounds__(Br)
-flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                       const float* __restrict__ v, float* __restrict__ o, float* __restrict__ lse,
-                       int seq_q, int seq_k, float scale, bool causal) {
-  extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the tile copies
+    flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                           float* __restrict__ o, float* __restrict__ lse, int seq_q, int seq_k, float scale,
+                           bool causal) {
+  extern __shared__ float4 smem4[];              // float4: 16-byte alignment for the tile copies
   float* Q_i = reinterpret_cast<float*>(smem4);  // [Br][D + 4]
   float* K_j = Q_i + Br * (D + 4);               // [Bc][D]
   float* V_j = K_j + Bc * D;                     // [Bc][D]
@@ -50,10 +50,10 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
   const float* q_bh = q + bh * seq_q * D;
   const float* k_bh = k + bh * seq_k * D;
   const float* v_bh = v + bh * seq_k * D;
-  const int q0 = blockIdx.x * Br;   // first query row of the tile
-  const int r = threadIdx.x;        // this thread's row of Q_i
-  const int i = q0 + r;             // ... and its query position (may be >= seq_q in the last tile)
-  const int off = seq_k - seq_q;    // bottom-right causal alignment: i sees keys <= i + off
+  const int q0 = blockIdx.x * Br;  // first query row of the tile
+  const int r = threadIdx.x;       // this thread's row of Q_i
+  const int i = q0 + r;            // ... and its query position (may be >= seq_q in the last tile)
+  const int off = seq_k - seq_q;   // bottom-right causal alignment: i sees keys <= i + off
   const float* q_row = Q_i + r * (D + 4);
 
   load_tile<D>(Q_i, D + 4, q_bh, q0, Br, seq_q);
@@ -159,32 +159,37 @@ flash_attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
 }
 
 template <int D>
-void launch(const float* q, const float* k, const float* v, float* o, float* lse,
-            const course::AttentionParams& p, cudaStream_t stream) {
+void launch(const float* q, const float* k, const float* v, float* o, float* lse, const course::AttentionParams& p,
+            cudaStream_t stream) {
   // More than the default 48 KiB of dynamic shared memory (D = 128: 65 KiB) must be asked for.
   CUDA_CHECK(cudaFuncSetAttribute(flash_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   int(smem_bytes<D>())));
   const dim3 grid((p.seq_q + Br - 1) / Br, p.heads_q, p.batch);
-  flash_attention_kernel<D><<<grid, Br, smem_bytes<D>(), stream>>>(q, k, v, o, lse, p.seq_q, p.seq_k,
-                                                                   p.softmax_scale(), p.causal);
+  flash_attention_kernel<D>
+      <<<grid, Br, smem_bytes<D>(), stream>>>(q, k, v, o, lse, p.seq_q, p.seq_k, p.softmax_scale(), p.causal);
   CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void flash_attention(const float* q, const float* k, const float* v, float* o,
-                     const course::AttentionParams& p, cudaStream_t stream, float* lse) {
+void flash_attention(const float* q, const float* k, const float* v, float* o, const course::AttentionParams& p,
+                     cudaStream_t stream, float* lse) {
   const char* fn = "flash_attention";
   course::require_attention_tensors(q, k, v, o, p, fn);
-  course::require(p.heads_kv == p.heads_q, fn, "heads_kv",
-                  "must equal heads_q (grouped heads are exercise 03)");
+  course::require(p.heads_kv == p.heads_q, fn, "heads_kv", "must equal heads_q (grouped heads are exercise 03)");
   course::require(p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 32, 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
 
   switch (p.head_dim) {
-    case 32: launch<32>(q, k, v, o, lse, p, stream); break;
-    case 64: launch<64>(q, k, v, o, lse, p, stream); break;
-    default: launch<128>(q, k, v, o, lse, p, stream); break;
+    case 32:
+      launch<32>(q, k, v, o, lse, p, stream);
+      break;
+    case 64:
+      launch<64>(q, k, v, o, lse, p, stream);
+      break;
+    default:
+      launch<128>(q, k, v, o, lse, p, stream);
+      break;
   }
 }

@@ -26,8 +26,7 @@
 // The query tiles [first, end) that the key tile starting at k0 meets (the header's contract). The
 // kernel calls it on the device, the [index] tests on the host; defined here, in the kernel's
 // translation unit, so nvcc inlines it.
-__host__ __device__ FlashBackwardTiles flash_backward_query_tiles(int k0, int seq_q, int seq_k, bool causal,
-                                                                  int br) {
+__host__ __device__ FlashBackwardTiles flash_backward_query_tiles(int k0, int seq_q, int seq_k, bool causal, int br) {
   // TODO(1) (≈ 3 lines): the query tiles that see key k0, the tile's first key
   //          (lesson: "05 · Which query tiles a key tile meets").
   // snippet-begin: query-tiles
@@ -103,8 +102,8 @@ __device__ void axpy4(float4& acc, float a, float4 x) {
 // B · Hq · Nq, and row r of o, d_o is floats [r · D, r · D + D).
 template <int D>
 __global__ void __launch_bounds__(256)
-flash_backward_delta_kernel(const float* __restrict__ o, const float* __restrict__ d_o,
-                            float* __restrict__ delta, int64_t rows) {
+    flash_backward_delta_kernel(const float* __restrict__ o, const float* __restrict__ d_o, float* __restrict__ delta,
+                                int64_t rows) {
   const int64_t row = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // TODO(2) (≈ 10 lines): a real row (row < rows) writes D_i = rowsum(dO_i ∘ O_i) to delta[row],
   //          reading both rows as float4 (lesson: "05 · D_i instead of a row-wide sum").
@@ -126,12 +125,11 @@ flash_backward_delta_kernel(const float* __restrict__ o, const float* __restrict
 // Grid: (key tiles, KV heads, batch). Block: 2·Bc threads.
 template <int D>
 __global__ void __launch_bounds__(kThreads)
-flash_backward_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                      const float* __restrict__ v, const float* __restrict__ d_o,
-                      const float* __restrict__ lse, const float* __restrict__ delta,
-                      float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv,
-                      int heads_q, int seq_q, int seq_k, float scale, bool causal) {
-  extern __shared__ float4 smem4[];  // float4: 16-byte alignment for the tile copies
+    flash_backward_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                          const float* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ delta,
+                          float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv, int heads_q,
+                          int seq_q, int seq_k, float scale, bool causal) {
+  extern __shared__ float4 smem4[];              // float4: 16-byte alignment for the tile copies
   float* K_j = reinterpret_cast<float*>(smem4);  // [Bc][D + 4]
   float* V_j = K_j + Bc * (D + 4);               // [Bc][D + 4]
   float* Q_i = V_j + Bc * (D + 4);               // [Br][D]
@@ -141,13 +139,13 @@ flash_backward_kernel(const float* __restrict__ q, const float* __restrict__ k,
   float* L_i = dS_ij + Br * (Bc + 4);            // [Br]
   float* D_i = L_i + Br;                         // [Br]
 
-  const int G = heads_q / gridDim.y;                                 // query heads per KV head
+  const int G = heads_q / gridDim.y;                                // query heads per KV head
   const int64_t bk = int64_t(blockIdx.z) * gridDim.y + blockIdx.y;  // b·Hkv + hk
-  const int k0 = blockIdx.x * Bc;          // first key of the tile
-  const bool v_side = threadIdx.x < Bc;    // V side: rows of dV_j; K side: rows of dK_j
-  const int c = threadIdx.x % Bc;          // this thread's row of the key tile
-  const int key = k0 + c;                  // ... and its key position (may be >= seq_k)
-  const int off = seq_k - seq_q;           // bottom-right causal alignment: i sees keys <= i + off
+  const int k0 = blockIdx.x * Bc;                                   // first key of the tile
+  const bool v_side = threadIdx.x < Bc;                             // V side: rows of dV_j; K side: rows of dK_j
+  const int c = threadIdx.x % Bc;                                   // this thread's row of the key tile
+  const int key = k0 + c;                                           // ... and its key position (may be >= seq_k)
+  const int off = seq_k - seq_q;  // bottom-right causal alignment: i sees keys <= i + off
 
   load_tile<D>(K_j, D + 4, k + bk * seq_k * D, k0, Bc, seq_k);
   load_tile<D>(V_j, D + 4, v + bk * seq_k * D, k0, Bc, seq_k);
@@ -181,8 +179,10 @@ flash_backward_kernel(const float* __restrict__ q, const float* __restrict__ k,
       //          of Q_i, the K side's row of V_j against the rows of dO_i (lesson: "05 · Two
       //          sides of a block").
       // snippet-begin: column-dots
-      if (v_side) column_dots<D>(x, K_j + c * (D + 4), Q_i);
-      else column_dots<D>(x, V_j + c * (D + 4), dO_i);
+      if (v_side)
+        column_dots<D>(x, K_j + c * (D + 4), Q_i);
+      else
+        column_dots<D>(x, V_j + c * (D + 4), dO_i);
       // snippet-end: column-dots
 
       if (v_side) {
@@ -204,8 +204,7 @@ flash_backward_kernel(const float* __restrict__ q, const float* __restrict__ k,
         // TODO(5) (≈ 3 lines): column c of dS_ij into shared memory, from P_ij, dP_ij (x) and D_i
         //          (lesson: "05 · dS from the softmax Jacobian").
 #pragma unroll
-        for (int r = 0; r < Br; ++r)
-          dS_ij[r * (Bc + 4) + c] = P_ij[r * (Bc + 4) + c] * (x[r] - D_i[r]);
+        for (int r = 0; r < Br; ++r) dS_ij[r * (Bc + 4) + c] = P_ij[r * (Bc + 4) + c] * (x[r] - D_i[r]);
       }
       __syncthreads();  // dS_ij is complete: every thread reads it (the K side its column, all of them rows for dQ)
 
@@ -272,16 +271,14 @@ flash_backward_kernel(const float* __restrict__ q, const float* __restrict__ k,
     const float f = v_side ? 1.f : scale;  // dK = scale · dSᵀ Q: the scale was left for the end
     float4* row = reinterpret_cast<float4*>((v_side ? dv : dk) + (bk * seq_k + key) * D);
 #pragma unroll
-    for (int d = 0; d < D; d += 4)
-      row[d / 4] = make_float4(f * dKV[d], f * dKV[d + 1], f * dKV[d + 2], f * dKV[d + 3]);
+    for (int d = 0; d < D; d += 4) row[d / 4] = make_float4(f * dKV[d], f * dKV[d + 1], f * dKV[d + 2], f * dKV[d + 3]);
   }
   // snippet-end: epilogue
 }
 
 template <int D>
-void launch(const float* q, const float* k, const float* v, const float* o, const float* d_o,
-            const float* lse, float* dq, float* dk, float* dv, float* workspace,
-            const course::AttentionParams& p, cudaStream_t stream) {
+void launch(const float* q, const float* k, const float* v, const float* o, const float* d_o, const float* lse,
+            float* dq, float* dk, float* dv, float* workspace, const course::AttentionParams& p, cudaStream_t stream) {
   // dQ is accumulated with atomics by every key tile: it must start at zero.
   CUDA_CHECK(cudaMemsetAsync(dq, 0, sizeof(float) * size_t(p.q_elems()), stream));
   const int64_t rows = int64_t(p.batch) * p.heads_q * p.seq_q;
@@ -303,9 +300,9 @@ size_t flash_backward_workspace_bytes(const course::AttentionParams& p) {
   return sizeof(float) * size_t(p.batch) * size_t(p.heads_q) * size_t(p.seq_q);
 }
 
-void flash_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o,
-                    const float* lse, float* dq, float* dk, float* dv, float* workspace,
-                    const course::AttentionParams& p, cudaStream_t stream) {
+void flash_backward(const float* q, const float* k, const float* v, const float* o, const float* d_o, const float* lse,
+                    float* dq, float* dk, float* dv, float* workspace, const course::AttentionParams& p,
+                    cudaStream_t stream) {
   const char* fn = "flash_backward";
   course::require_attention_tensors(q, k, v, o, p, fn);
   const char* names[4] = {"d_o", "dq", "dk", "dv"};
@@ -321,8 +318,14 @@ void flash_backward(const float* q, const float* k, const float* v, const float*
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are day 10)");
 
   switch (p.head_dim) {
-    case 32: launch<32>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream); break;
-    case 64: launch<64>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream); break;
-    default: launch<128>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream); break;
+    case 32:
+      launch<32>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
+      break;
+    case 64:
+      launch<64>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
+      break;
+    default:
+      launch<128>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
+      break;
   }
 }

@@ -57,7 +57,7 @@ constexpr int kBlocksPerSm = 2;       // pass-1 blocks per SM the automatic spli
 constexpr int min_blocks_per_sm(int heads_per_block) { return heads_per_block <= 4 ? 4 : 2; }
 constexpr int kMinSplitTokens = 256;  // shorter splits cost more in partials and merging than they gain
 constexpr int kMaxSplits = 1024;
-constexpr int kMergeThreads = 1024;   // the merge block: head_dim × (up to 1024 / head_dim) split groups
+constexpr int kMergeThreads = 1024;  // the merge block: head_dim × (up to 1024 / head_dim) split groups
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Eight fp16 values of one K or V row (one 16-byte load) as fp32.
@@ -117,18 +117,18 @@ __device__ void fold_state(float& m, float& l, float (&acc)[8], float m2, float 
 // per step.
 template <int D, int GB>
 __global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(GB))
-split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__ k_cache,
-                        const __half* __restrict__ v_cache, const int32_t* __restrict__ block_table,
-                        const int32_t* __restrict__ context_lens, __half* __restrict__ o,
-                        float* __restrict__ part_o, float* __restrict__ part_m, float* __restrict__ part_l,
-                        int heads_q, int heads_kv, int block_size, int max_blocks_per_seq, int split_len,
-                        float scale_log2) {
+    split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__ k_cache,
+                            const __half* __restrict__ v_cache, const int32_t* __restrict__ block_table,
+                            const int32_t* __restrict__ context_lens, __half* __restrict__ o,
+                            float* __restrict__ part_o, float* __restrict__ part_m, float* __restrict__ part_l,
+                            int heads_q, int heads_kv, int block_size, int max_blocks_per_seq, int split_len,
+                            float scale_log2) {
   constexpr int kLanesPerToken = D / 8;
   constexpr int kTokensPerStep = 32 / kLanesPerToken;
-  constexpr int kTile = kTileBytes / (2 * D);            // tokens per tile: 32 at D = 128
-  constexpr int kWarpTokens = kTile / kWarps;            // tokens of a tile one warp computes
-  constexpr int kSteps = kWarpTokens / kTokensPerStep;   // 4 for every D
-  constexpr int kTileChunks = kTile * kLanesPerToken;    // 16-byte chunks of K (or of V) per tile
+  constexpr int kTile = kTileBytes / (2 * D);           // tokens per tile: 32 at D = 128
+  constexpr int kWarpTokens = kTile / kWarps;           // tokens of a tile one warp computes
+  constexpr int kSteps = kWarpTokens / kTokensPerStep;  // 4 for every D
+  constexpr int kTileChunks = kTile * kLanesPerToken;   // 16-byte chunks of K (or of V) per tile
   constexpr int kCopiesPerThread = kTileChunks / (kWarps * 32);
   // The pipeline's K and V tiles; once the loop is done the same bytes hold each warp's state
   // for the block-level fold (16 KiB at D = 128, GB = 8).
@@ -187,7 +187,8 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
 #pragma unroll
   for (int g = 0; g < GB; ++g) {
     uint4 raw = make_uint4(0u, 0u, 0u, 0u);
-    if (g0 + g < group) raw = reinterpret_cast<const uint4*>(q)[(size_t(b) * heads_q + hk * group + g0 + g) * kLanesPerToken + col];
+    if (g0 + g < group)
+      raw = reinterpret_cast<const uint4*>(q)[(size_t(b) * heads_q + hk * group + g0 + g) * kLanesPerToken + col];
     unpack8(raw, q_h[g]);
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc[g][i] = 0.f;
@@ -230,7 +231,7 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
 #pragma unroll
       for (int u = 0; u < kSteps; ++u) s_max = fmaxf(s_max, s[g][u]);
       const float m_new = fmaxf(m[g], s_max);
-      m_use[g] = m_new == -INFINITY ? 0.f : m_new;  // nothing seen yet: keep exp2 finite
+      m_use[g] = m_new == -INFINITY ? 0.f : m_new;                    // nothing seen yet: keep exp2 finite
       const float alpha = fast_exp2((m[g] - m_use[g]) * scale_log2);  // rescale what was summed so far
       l[g] *= alpha;
 #pragma unroll
@@ -325,9 +326,9 @@ split_kv_partial_kernel(const __half* __restrict__ q, const __half* __restrict__
 // With ~33 splits one thread per element would wait for 33 loads in a row; 8 groups wait for 5.
 template <int D>
 __global__ void __launch_bounds__(kMergeThreads)
-split_kv_merge_kernel(const float* __restrict__ part_o, const float* __restrict__ part_m,
-                      const float* __restrict__ part_l, const int32_t* __restrict__ context_lens,
-                      __half* __restrict__ o, int heads_q, int num_splits, int split_len, float scale_log2) {
+    split_kv_merge_kernel(const float* __restrict__ part_o, const float* __restrict__ part_m,
+                          const float* __restrict__ part_l, const int32_t* __restrict__ context_lens,
+                          __half* __restrict__ o, int heads_q, int num_splits, int split_len, float scale_log2) {
   __shared__ float sh_acc[kMergeThreads];
   __shared__ float sh_m[kMergeThreads / D], sh_l[kMergeThreads / D];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -354,7 +355,7 @@ split_kv_merge_kernel(const float* __restrict__ part_o, const float* __restrict_
   for (int s = r; s < used; s += groups) {
     const float m_s = pm[s];  // finite: split s saw at least one token
     const float m_new = fmaxf(m, m_s);
-    const float a = exp2f((m - m_new) * scale_log2);    // 0 on the first split (m = −inf)
+    const float a = exp2f((m - m_new) * scale_log2);  // 0 on the first split (m = −inf)
     const float w = exp2f((m_s - m_new) * scale_log2);
     l = fmaf(w, pl[s], l * a);
     acc = fmaf(w, po[size_t(s) * D], acc * a);
@@ -384,8 +385,8 @@ split_kv_merge_kernel(const float* __restrict__ part_o, const float* __restrict_
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-using PartialKernel = void (*)(const __half*, const __half*, const __half*, const int32_t*, const int32_t*,
-                               __half*, float*, float*, float*, int, int, int, int, int, float);
+using PartialKernel = void (*)(const __half*, const __half*, const __half*, const int32_t*, const int32_t*, __half*,
+                               float*, float*, float*, int, int, int, int, int, float);
 
 template <int D>
 PartialKernel pick_for_group(int group) {
@@ -398,9 +399,12 @@ PartialKernel pick_for_group(int group) {
 
 PartialKernel pick_kernel(const course::PagedParams& p) {
   switch (p.head_dim) {
-    case 32: return pick_for_group<32>(p.group_size());
-    case 64: return pick_for_group<64>(p.group_size());
-    default: return pick_for_group<128>(p.group_size());
+    case 32:
+      return pick_for_group<32>(p.group_size());
+    case 64:
+      return pick_for_group<64>(p.group_size());
+    default:
+      return pick_for_group<128>(p.group_size());
   }
 }
 
@@ -449,9 +453,8 @@ int split_length(const course::PagedParams& p, int num_splits) {
 // Pass 2 as a programmatic dependent launch where the GPU has it (sm_90+): its blocks are
 // scheduled while pass 1's last blocks still run, and wait in the kernel for pass 1's results.
 template <int D>
-void launch_merge(const float* part_o, const float* part_m, const float* part_l, const int32_t* context_lens,
-                  __half* o, const course::PagedParams& p, int splits, int split_len, float scale_log2,
-                  cudaStream_t stream) {
+void launch_merge(const float* part_o, const float* part_m, const float* part_l, const int32_t* context_lens, __half* o,
+                  const course::PagedParams& p, int splits, int split_len, float scale_log2, cudaStream_t stream) {
   cudaLaunchAttribute overlap[1] = {};
   overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap[0].val.programmaticStreamSerializationAllowed = 1;
@@ -515,14 +518,19 @@ void split_kv_decode(const __half* q, const __half* k_cache, const __half* v_cac
   // one block of the kernel picked (1, 2, 4 or 8 heads per block), a larger one takes ceil(G / 8).
   const int chunks = (p.group_size() + kMaxHeadsPerBlock - 1) / kMaxHeadsPerBlock;
   const dim3 grid1(unsigned(p.heads_kv * chunks), unsigned(splits), unsigned(p.batch));
-  pick_kernel(p)<<<grid1, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, block_table, context_lens, o, part_o,
-                                                    part_m, part_l, p.heads_q, p.heads_kv, p.block_size,
-                                                    p.max_blocks_per_seq, split_len, scale_log2);
+  pick_kernel(p)<<<grid1, kWarps * 32, 0, stream>>>(q, k_cache, v_cache, block_table, context_lens, o, part_o, part_m,
+                                                    part_l, p.heads_q, p.heads_kv, p.block_size, p.max_blocks_per_seq,
+                                                    split_len, scale_log2);
   CUDA_CHECK_LAUNCH();
   if (splits == 1) return;
   switch (p.head_dim) {
-    case 32: launch_merge<32>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream); break;
-    case 64: launch_merge<64>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream); break;
-    default: launch_merge<128>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream);
+    case 32:
+      launch_merge<32>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream);
+      break;
+    case 64:
+      launch_merge<64>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream);
+      break;
+    default:
+      launch_merge<128>(part_o, part_m, part_l, context_lens, o, p, splits, split_len, scale_log2, stream);
   }
 }

@@ -44,8 +44,10 @@ double rope_frequency_factor(const RopeParams& p, int i) {
   // snippet-begin: factor
   const double s = p.factor;
   switch (p.scaling) {
-    case RopeScaling::kLinear: return 1.0 / s;
-    case RopeScaling::kNtk: return std::pow(s, -2.0 * i / (p.head_dim - 2));
+    case RopeScaling::kLinear:
+      return 1.0 / s;
+    case RopeScaling::kNtk:
+      return std::pow(s, -2.0 * i / (p.head_dim - 2));
     case RopeScaling::kYarn: {
       // d(β): the pair that turns β times within the trained context (infinite for β = 0).
       auto d = [&](double beta) {
@@ -57,7 +59,8 @@ double rope_frequency_factor(const RopeParams& p, int i) {
       const double gamma = std::fmin(std::fmax((hi - i) / (hi - lo), 0.0), 1.0);
       return (1.0 - gamma) / s + gamma;
     }
-    default: return 1.0;
+    default:
+      return 1.0;
   }
   // snippet-end: factor
 }
@@ -105,9 +108,13 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162f
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 // Grid: one block per (token, chunk of its heads), x = token · chunks + chunk. The block's rows
 // are heads row0 .. row0 + rows − 1 of the token, counting the Hq query heads first and then the
@@ -115,8 +122,8 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { re
 // t % (D/2) and always copies 16-byte piece t % (D/8) of a row.
 template <typename T>
 __global__ void __launch_bounds__(kMaxThreads)
-rope_kernel(const T* q, const T* k, T* q_out, T* k_out, const int32_t* __restrict__ positions, int heads_q,
-            int heads_kv, int seq_len, int head_dim, int layout, int rows_per_block, int chunks, RopeTable table) {
+    rope_kernel(const T* q, const T* k, T* q_out, T* k_out, const int32_t* __restrict__ positions, int heads_q,
+                int heads_kv, int seq_len, int head_dim, int layout, int rows_per_block, int chunks, RopeTable table) {
   __shared__ uint4 tile[kTileBytes / 16];
   const int token = int(blockIdx.x) / chunks;  // b · N + n, also the index into positions
   const int row0 = (int(blockIdx.x) % chunks) * rows_per_block;
@@ -212,9 +219,9 @@ void launch(const T* q, const T* k, T* q_out, T* k_out, const int32_t* positions
                     "must be finite and > beta_slow");
   }
   const long long heads = (long long)p.heads_q + p.heads_kv;
-  const int cap = kTileBytes / (2 * p.head_dim);                      // rows that fit the tile
+  const int cap = kTileBytes / (2 * p.head_dim);  // rows that fit the tile
   const long long chunks = (heads + cap - 1) / cap;
-  const int rows_per_block = int((heads + chunks - 1) / chunks);       // balanced: 40 heads -> 20 + 20
+  const int rows_per_block = int((heads + chunks - 1) / chunks);  // balanced: 40 heads -> 20 + 20
   const long long blocks = (long long)p.batch * p.seq_len * chunks;
   course::require(heads <= 0x7fffffffLL, fn, "heads_kv", "plus heads_q must fit in int");
   course::require(blocks <= 0x7fffffffLL, fn, "seq_len",

@@ -67,9 +67,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 // ---- (1) D_i = rowsum(dO_i ∘ O_i); the dQ accumulator zeroed ----------------------------------
 // 8 lanes per row, each D/8 consecutive elements (one or two 16-byte loads of O and of dO).
 template <class T, int D>
-__global__ void __launch_bounds__(256) bwd_prep_kernel(const T* __restrict__ o, const T* __restrict__ d_o,
-                                                       float* __restrict__ delta, float* __restrict__ dq_acc,
-                                                       int64_t rows) {
+__global__ void __launch_bounds__(256)
+    bwd_prep_kernel(const T* __restrict__ o, const T* __restrict__ d_o, float* __restrict__ delta,
+                    float* __restrict__ dq_acc, int64_t rows) {
   constexpr int kPer = D / 8;  // elements per lane
   const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 8;
   const int part = threadIdx.x % 8;
@@ -109,17 +109,16 @@ struct BwdConfig {
   // dQ_i (Br × D) is split over the warps as 2 (rows) × kWarps / 2 (columns).
   static constexpr int kDqCols = D / (kWarps / 2);
   // K_j, V_j; kStages × (Q_i, dO_i); dSᵀ; kStages × (L_i, D_i); alignment slack
-  static constexpr size_t kSmemBytes =
-      size_t(2 * kBc * D + 2 * kStages * kBr * D + kBc * kBr) * sizeof(T) + size_t(2 * kStages * kBr) * sizeof(float) +
-      256;  // slack to start the tiles at a 256-byte boundary
+  static constexpr size_t kSmemBytes = size_t(2 * kBc * D + 2 * kStages * kBr * D + kBc * kBr) * sizeof(T) +
+                                       size_t(2 * kStages * kBr) * sizeof(float) +
+                                       256;  // slack to start the tiles at a 256-byte boundary
 };
 
 template <class T, int D, int kWarps, int kStages>
 __global__ void __launch_bounds__(32 * kWarps, 1)
-    bwd_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-                   const T* __restrict__ d_o, const float* __restrict__ lse, const float* __restrict__ delta,
-                   float* __restrict__ dq_acc, T* __restrict__ dk, T* __restrict__ dv, course::AttentionParams p,
-                   float scale) {
+    bwd_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ d_o,
+                   const float* __restrict__ lse, const float* __restrict__ delta, float* __restrict__ dq_acc,
+                   T* __restrict__ dk, T* __restrict__ dv, course::AttentionParams p, float scale) {
   using C = BwdConfig<T, D, kWarps, kStages>;
   constexpr int kBc = C::kBc, kThreads = C::kThreads, kDqCols = C::kDqCols;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -129,14 +128,14 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
   const uint32_t raw = mma_sm80::smem_addr(smem_raw);
   const uint32_t base = (raw + 255u) & ~255u;
   T* Ks = reinterpret_cast<T*>(smem_raw + (base - raw));  // kBc × D
-  T* Vs = Ks + kBc * D;                    // kBc × D
-  T* Qs = Vs + kBc * D;                    // kStages tiles of kBr × D
-  T* dOs = Qs + kStages * kBr * D;         // kStages tiles of kBr × D
-  T* dSs = dOs + kStages * kBr * D;        // dSᵀ: kBc × kBr (keys × queries)
+  T* Vs = Ks + kBc * D;                                   // kBc × D
+  T* Qs = Vs + kBc * D;                                   // kStages tiles of kBr × D
+  T* dOs = Qs + kStages * kBr * D;                        // kStages tiles of kBr × D
+  T* dSs = dOs + kStages * kBr * D;                       // dSᵀ: kBc × kBr (keys × queries)
   float* Ls = reinterpret_cast<float*>(dSs + kBc * kBr);  // kStages × kBr
   float* Ds = Ls + kStages * kBr;                         // kStages × kBr
-  constexpr uint32_t kRow = 2 * D;     // bytes per row of K_j, V_j, Q_i, dO_i
-  constexpr uint32_t kRowS = 2 * kBr;  // bytes per row of dSᵀ
+  constexpr uint32_t kRow = 2 * D;                        // bytes per row of K_j, V_j, Q_i, dO_i
+  constexpr uint32_t kRowS = 2 * kBr;                     // bytes per row of dSᵀ
   constexpr uint32_t kStage = kBr * kRow;
   const uint32_t Ks_a = base, Vs_a = Ks_a + kBc * kRow, Qs_a = Vs_a + kBc * kRow;
   const uint32_t dOs_a = Qs_a + kStages * kStage, dSs_a = dOs_a + kStages * kStage;
@@ -188,8 +187,10 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
     const int r = threadIdx.x % kBr;
     const bool valid = q0 + r < Nq;
     const int64_t src = valid ? row_base + q0 + r : 0;
-    if (threadIdx.x < kBr) cp_async4(Ls + st * kBr + r, lse + src, valid);
-    else if (threadIdx.x < 2 * kBr) cp_async4(Ds + st * kBr + r, delta + src, valid);
+    if (threadIdx.x < kBr)
+      cp_async4(Ls + st * kBr + r, lse + src, valid);
+    else if (threadIdx.x < 2 * kBr)
+      cp_async4(Ds + st * kBr + r, delta + src, valid);
   };
 
   // K_j, V_j once, with step 0 in the same commit group.
@@ -358,8 +359,8 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
 
 // ---- (3) dQ = scale · accumulator, rounded to T -------------------------------------------------
 template <class T>
-__global__ void __launch_bounds__(256) bwd_dq_kernel(const float* __restrict__ dq_acc, T* __restrict__ dq,
-                                                     int64_t n4, float scale) {
+__global__ void __launch_bounds__(256)
+    bwd_dq_kernel(const float* __restrict__ dq_acc, T* __restrict__ dq, int64_t n4, float scale) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
     const float4 a = reinterpret_cast<const float4*>(dq_acc)[i];
     uint2 out;
@@ -372,22 +373,21 @@ __global__ void __launch_bounds__(256) bwd_dq_kernel(const float* __restrict__ d
 }
 
 template <class T, int D, int kWarps, int kStages>
-void launch_main(const T* q, const T* k, const T* v, const T* d_o, const float* lse, const float* delta,
-                 float* dq_acc, T* dk, T* dv, const course::AttentionParams& p, cudaStream_t stream) {
+void launch_main(const T* q, const T* k, const T* v, const T* d_o, const float* lse, const float* delta, float* dq_acc,
+                 T* dk, T* dv, const course::AttentionParams& p, cudaStream_t stream) {
   using C = BwdConfig<T, D, kWarps, kStages>;
   auto kernel = bwd_mma_kernel<T, D, kWarps, kStages>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
   const dim3 grid((p.seq_k + C::kBc - 1) / C::kBc, p.heads_kv, p.batch);
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, d_o, lse, delta, dq_acc, dk, dv, p,
-                                                       p.softmax_scale());
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(q, k, v, d_o, lse, delta, dq_acc, dk, dv, p, p.softmax_scale());
   CUDA_CHECK_LAUNCH();
 }
 
 template <class T, int D>
-void launch_all(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, T* dq, T* dk,
-                T* dv, float* workspace, const course::AttentionParams& p, cudaStream_t stream) {
+void launch_all(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, T* dq, T* dk, T* dv,
+                float* workspace, const course::AttentionParams& p, cudaStream_t stream) {
   const int64_t rows = int64_t(p.batch) * p.heads_q * p.seq_q;
-  float* dq_acc = workspace;        // [B, Hq, Nq, D]
+  float* dq_acc = workspace;            // [B, Hq, Nq, D]
   float* delta = workspace + rows * D;  // [B, Hq, Nq]
 
   // The tile configuration first, so that nothing is launched if none fits.
@@ -401,8 +401,10 @@ void launch_all(const T* q, const T* k, const T* v, const T* o, const T* d_o, co
   const int64_t prep_blocks = (rows * 8 + 255) / 256;
   bwd_prep_kernel<T, D><<<dim3(unsigned(prep_blocks)), 256, 0, stream>>>(o, d_o, delta, dq_acc, rows);
   CUDA_CHECK_LAUNCH();
-  if (big) launch_main<T, D, 8, 2>(q, k, v, d_o, lse, delta, dq_acc, dk, dv, p, stream);
-  else launch_main<T, D, 4, 1>(q, k, v, d_o, lse, delta, dq_acc, dk, dv, p, stream);
+  if (big)
+    launch_main<T, D, 8, 2>(q, k, v, d_o, lse, delta, dq_acc, dk, dv, p, stream);
+  else
+    launch_main<T, D, 4, 1>(q, k, v, d_o, lse, delta, dq_acc, dk, dv, p, stream);
   const int64_t n4 = rows * D / 4;
   const int64_t dq_blocks = (n4 + 255) / 256 < 65536 ? (n4 + 255) / 256 : 65536;
   bwd_dq_kernel<T><<<dim3(unsigned(dq_blocks)), 256, 0, stream>>>(dq_acc, dq, n4, p.softmax_scale());
@@ -410,8 +412,8 @@ void launch_all(const T* q, const T* k, const T* v, const T* o, const T* d_o, co
 }
 
 template <class T>
-void backward_impl(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, T* dq, T* dk,
-                   T* dv, float* workspace, const course::AttentionParams& p, cudaStream_t stream) {
+void backward_impl(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, T* dq, T* dk, T* dv,
+                   float* workspace, const course::AttentionParams& p, cudaStream_t stream) {
   const char* fn = "flash_attention_mma_backward";
   course::require_attention_tensors(q, k, v, o, p, fn);
   const char* names[4] = {"d_o", "dq", "dk", "dv"};
@@ -427,8 +429,10 @@ void backward_impl(const T* q, const T* k, const T* v, const T* o, const T* d_o,
   course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
-  if (p.head_dim == 64) launch_all<T, 64>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
-  else launch_all<T, 128>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
+  if (p.head_dim == 64)
+    launch_all<T, 64>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
+  else
+    launch_all<T, 128>(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
 }
 
 }  // namespace
@@ -439,15 +443,15 @@ size_t flash_attention_mma_backward_workspace_bytes(const course::AttentionParam
   return (bytes + 255) / 256 * 256;
 }
 
-void flash_attention_mma_backward(const __half* q, const __half* k, const __half* v, const __half* o,
-                                  const __half* d_o, const float* lse, __half* dq, __half* dk, __half* dv,
-                                  float* workspace, const course::AttentionParams& p, cudaStream_t stream) {
+void flash_attention_mma_backward(const __half* q, const __half* k, const __half* v, const __half* o, const __half* d_o,
+                                  const float* lse, __half* dq, __half* dk, __half* dv, float* workspace,
+                                  const course::AttentionParams& p, cudaStream_t stream) {
   backward_impl(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
 }
 
 void flash_attention_mma_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                                  const __nv_bfloat16* o, const __nv_bfloat16* d_o, const float* lse,
-                                  __nv_bfloat16* dq, __nv_bfloat16* dk, __nv_bfloat16* dv, float* workspace,
+                                  const __nv_bfloat16* o, const __nv_bfloat16* d_o, const float* lse, __nv_bfloat16* dq,
+                                  __nv_bfloat16* dk, __nv_bfloat16* dv, float* workspace,
                                   const course::AttentionParams& p, cudaStream_t stream) {
   backward_impl(q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
 }
