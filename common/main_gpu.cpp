@@ -13,9 +13,10 @@ int course_max_sm();             // 0, or the only architecture the exercise is 
 bool course_has_index_checks();  // does the exercise's test have [index] cases?
 
 int main(int argc, char** argv) {
-  // `ex_<id> "[index]"`: only the CPU checks of the index helpers, which need no GPU.
-  if (argc == 2 && std::string(argv[1]) == course::kIndexTag) {
-    return course::run_tests(argc, argv, /*with_watchdog=*/true);
+  // `ex_<id> "[index]" [other Catch2 options]`: only the CPU checks of the index helpers, which
+  // need no GPU, so the GPU probe must not get the chance to skip them.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == course::kIndexTag) return course::run_tests(argc, argv, /*with_watchdog=*/true);
   }
   std::string why;
   switch (course::probe_gpu(course_required_sm(), course_max_sm(), &why)) {
@@ -26,13 +27,13 @@ int main(int argc, char** argv) {
       // (Only for a plain run: a command line that lists or filters keeps its meaning.)
       if (course_has_index_checks() && argc == 1) {
         const course::IndexRun run = course::run_index_checks(argc > 0 ? argv[0] : nullptr);
-        std::printf("%s: index helpers: %ld/%ld checks passed · kernel not run: %s. Run it on a "
-                    "GPU (docs/colab.md)\n", run.failed_cases ? "FAILED" : "SKIPPED",
-                    run.cases - run.failed_cases, run.cases, why.c_str());
+        std::printf(
+            "%s: index helpers: %ld/%ld checks passed · kernel not run: %s. Run it on a "
+            "GPU (docs/colab.md)\n",
+            run.failed_cases ? "FAILED" : "SKIPPED", run.cases - run.failed_cases, run.cases, why.c_str());
         return course::index_verdict(run);
       }
-      std::printf("SKIPPED: compiled OK — not run: %s. Run it on a GPU (docs/colab.md)\n",
-                  why.c_str());
+      std::printf("SKIPPED: compiled OK — not run: %s. Run it on a GPU (docs/colab.md)\n", why.c_str());
       return 77;
     }
     case course::GpuStatus::kBroken:
