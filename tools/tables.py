@@ -267,13 +267,14 @@ TABLES = {
                             [("what", lambda r: "compress 32k → 4k (08)" if r["kernel"] == "08_kv_compress"
                               else f"one decode step over {size(r['context'])} tokens (06)")],
                             [("µs", {}, "median_ms", lambda x: f"{1000 * float(x):.0f}")]),
-    "09_fp16_mma_backward": Table("fp16/bf16 backward (09) vs PyTorch SDPA's flash backward", "h100-torch",
-                                  dict(script="compare_torch_backward", kernel="09_fp16_mma_backward",
-                                       backend="flash", dtype={"fp16", "bf16"}),
-                                  [("shape", lambda r: "N = {n}, D = {d}".format(**torch_dims(r))),
-                                   ("dtype", col("dtype")), ("causal", lambda r: "yes" if "causal" in r["shape"] else "no")],
-                                  [("ours ms", {}, "ours_ms", ms), ("SDPA flash ms", {}, "theirs_ms", ms)],
-                                  [("SDPA / ours", lambda v: f"{v[1] / v[0]:.2f}×")]),
+    "09_fp16_mma_backward": Table("fp16/bf16 backward on mma.sync (09) vs the fp32 backward (05), not causal", "h100",
+                                  dict(family={"backward_fp16", "backward_fp32"}, causal="0", **MHA),
+                                  [("N", col("seq_q")), ("D", col("head_dim"))],
+                                  [("05 fp32 TFLOP/s", dict(kernel="05_flash_backward"), "tflops", f1),
+                                   ("09 fp16 TFLOP/s", dict(kernel="09_fp16_mma_backward", dtype="fp16"), "tflops", f0),
+                                   ("09 bf16 TFLOP/s", dict(kernel="09_fp16_mma_backward", dtype="bf16"), "tflops", f0),
+                                   ("09 fp16, % of cuBLAS fp16", dict(kernel="09_fp16_mma_backward", dtype="fp16"),
+                                    "pct_hgemm", pct)]),
     "10_hopper_wgmma": Table("the Hopper staircase, fp16, MHA, not causal", "h100",
                              dict(family="prefill_fp16", causal="0", **MHA),
                              [("N", col("seq_q")), ("D", col("head_dim"))],
@@ -364,38 +365,53 @@ TABLES.update({
                                        {"fp16", "bf16", "fp32"},
                                        [("ours", col("kernel")), ("shape", torch_shape), ("dtype", col("dtype"))]),
 })
-# README's "What you will see": one line per exercise.
+# README's "What you will see": one line per stage, (label, CSV, row filter, column, format, remark).
+P4096 = dict(seq_q="4096", head_dim="64", causal="0", **MHA)
+P4096_128 = dict(seq_q="4096", head_dim="128", causal="0", **MHA)
 SUMMARY = [
-    ("day 01 · 01 vector add", "h100", dict(family="vector", n="268435456"), "pct_copy", "{:.0f} % of copy bandwidth"),
-    ("day 01 · 02 matmul (tiled)", "h100", dict(launcher="matmul_tiled", m="4096"), "tflops", "{:.1f} TFLOP/s fp32"),
-    ("day 01 · 04 softmax (safe)", "h100", dict(launcher="softmax_safe", rows="65536"), "pct_copy", "{:.0f} % of copy bandwidth"),
-    ("day 06 · 02 flash, N = 4096, D = 64", "h100", dict(family="prefill", kernel="02_flash_attention", seq_q="4096", head_dim="64", causal="0"), "tflops", "{:.1f} TFLOP/s fp32"),
-    ("day 06 · 04 paged decode, B = 64, 16k", "h100", dict(family="decode", batch="64", context="16384", heads_kv="8"), "pct_copy", "{:.0f} % of copy bandwidth"),
-    ("day 06 · 05 backward fp32, N = 4096", "h100", dict(family="backward_fp32", seq_q="4096", head_dim="64", causal="0", heads_kv="32"), "tflops", "{:.1f} TFLOP/s"),
-    ("day 10 · 01 tuned fp32, N = 4096, D = 64", "h100", dict(family="prefill", kernel="01_flash_tuned", seq_q="4096", head_dim="64", causal="0", heads_kv="32"), "tflops", "{:.1f} TFLOP/s fp32"),
-    ("day 10 · 05 mma.sync fp16, N = 4096, D = 128", "h100", dict(family="prefill_fp16", kernel="05_fp16_mma", seq_q="4096", head_dim="128", causal="0", **MHA), "tflops", "{:.0f} TFLOP/s"),
-    ("day 10 · 06 split-KV decode, 128k", "h100", dict(family="decode_fp16", context="131072"), "pct_copy", "{:.0f} % of copy bandwidth"),
-    ("day 10 · 07 RoPE, 32k tokens", "h100", dict(family="rope", seq_q="32768", dtype="fp16", layout="neox"), "pct_copy", "{:.0f} % of copy bandwidth"),
-    ("day 10 · 09 backward fp16, N = 4096, D = 128", "h100", dict(family="backward_fp16", seq_q="4096", head_dim="128", causal="0", dtype="fp16"), "tflops", "{:.0f} TFLOP/s"),
-    ("day 10 · 10 Hopper wgmma fp16, N = 4096, D = 128", "h100", dict(family="prefill_fp16", launcher="flash_attention_wgmma", seq_q="4096", head_dim="128", causal="0", **MHA), "tflops", "{:.0f} TFLOP/s"),
+    ("naive attention (day 06 · 01), fp32", "h100", dict(family="prefill", kernel="01_naive_attention", **P4096),
+     "tflops", "{:.2f} TFLOP/s", "the N×N score matrix goes through HBM"),
+    ("cuBLAS GEMM → softmax → GEMM, fp32", "h100", dict(family="prefill", kernel="baseline", **P4096),
+     "tflops", "{:.1f} TFLOP/s", "what you would write without this course"),
+    ("simple flash attention (day 06 · 02), fp32", "h100", dict(family="prefill", kernel="02_flash_attention", **P4096),
+     "tflops", "{:.1f} TFLOP/s", "the algorithm alone: S never leaves the chip"),
+    ("tuned flash (day 10 · 01), fp32", "h100", dict(family="prefill", kernel="01_flash_tuned", **P4096),
+     "pct_sgemm", "{:.0f} % of fp32 cuBLAS", "register tiling, padded smem, cp.async"),
+    ("WMMA tensor cores (day 10 · 04), fp16", "h100", dict(family="prefill_fp16", kernel="04_fp16_wmma", **P4096),
+     "tflops", "{:.0f} TFLOP/s", "first contact with tensor cores"),
+    ("FlashAttention-2 on mma.sync (day 10 · 05), fp16", "h100", dict(family="prefill_fp16", kernel="05_fp16_mma", **P4096),
+     "tflops", "{:.0f} TFLOP/s", "S and P in registers, swizzled smem"),
+    ("FlashAttention-3 style on wgmma (day 10 · 10), fp16, D = 128", "h100",
+     dict(family="prefill_fp16", launcher="flash_attention_wgmma", **P4096_128),
+     "tflops", "{:.0f} TFLOP/s", "TMA, mbarriers, warp specialization (H100/H200)"),
+    ("backward on mma.sync (day 10 · 09), fp16, D = 128", "h100",
+     dict(family="backward_fp16", seq_q="4096", head_dim="128", causal="0", dtype="fp16"),
+     "tflops", "{:.0f} TFLOP/s", "dQ, dK, dV from the saved log-sum-exp"),
+    ("paged decode (day 06 · 04), B = 64, 32/8 heads, 16k context", "h100",
+     dict(family="decode", batch="64", context="16384", heads_kv="8"),
+     "pct_copy", "{:.0f} % of copy bandwidth", "decode is memory-bound: bytes are the budget"),
+    ("split-KV decode (day 10 · 06), B = 1, 128k context, fp16", "h100", dict(family="decode_fp16", context="131072"),
+     "pct_copy", "{:.0f} % of copy bandwidth", "one sequence still fills every SM"),
+    ("RoPE with YaRN (day 10 · 07), 32k tokens, fp16", "h100",
+     dict(family="rope", seq_q="32768", dtype="fp16", layout="neox"),
+     "pct_copy", "{:.0f} % of copy bandwidth", "Q and K read and written once"),
 ]
 
 
 class Summary:
-    what = "one number per exercise"
+    what = "README: one line per stage of the course"
 
     def render(self, page):
-        out = ["| exercise | on an H100 |", "|---|---:|"]
-        srcs = []
-        for label, src, where, value, fmt in SUMMARY:
+        out = ["| stage | on an H100 | what it shows |", "|---|---:|---|"]
+        for label, src, where, value, fmt, remark in SUMMARY:
             _, rows = load(src)
             hit = [r for r in rows if matches(r, where) and r.get(value)]
             if not hit:
                 raise ValueError(f"summary row {label!r}: no row matches")
-            out.append(f"| {label} | {fmt.format(float(hit[0][value]))} |")
-            srcs.append(src)
+            out.append(f"| {label} | {fmt.format(float(hit[0][value]))} | {remark} |")
         out.append("")
-        out.append(source_line(srcs[0], load(srcs[0])[0], page))
+        out.append(source_line(SUMMARY[0][1], load(SUMMARY[0][1])[0], page) +
+                   " Prefill rows: B·N = 16k tokens, N = 4096, D = 64 unless stated, not causal.")
         return out
 
 
