@@ -7,10 +7,11 @@
 #   make snippets             refresh the lessons' code blocks from the sources' snippet anchors
 #   make tables               refresh the lessons' measurement tables from bench/results/reference/*.csv
 #   make figures              redraw docs/figures/*.svg (tools/figures.py)
+#   make check-i18n           every English page has its Chinese twin (X.zh.md), headings/code/numbers in step
 #   make book                 the site: build/book/site, from the same markdown (mkdocs-material)
 #   make book-check           strict build + headless Chromium renders every page (figures, math)
 #   make format               clang-format every C++/CUDA source (patches kept applicable); make check-format checks
-#   make hint EX=<id> [LEVEL=n]  the n-th hint (1 nudge, 2 approach, 3 near-solution)
+#   make hint EX=<id> [LEVEL=n] [LANG=zh]  the n-th hint (1 nudge, 2 approach, 3 near-solution)
 #   make show-bug EX=<id> [BUG=<bug>]  the exercise's wrong variants; with BUG, that one's patch
 #   make bench                time every solution kernel (checked first) against measured roofs
 #   make compare EX=<id>      YOUR kernel next to the solution: both checked, time, ratio
@@ -37,7 +38,7 @@ EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
 # CTest's per-test results, read by tools/test_status.py for the ✔/✘/⊘/· lists.
 STATUS_XML  = $(abspath $(BUILD))/Testing/course-status.xml
 
-.PHONY: all build configure test check check-skeletons snippets tables figures book book-check book-serve format check-format hint show-bug bench compare plot clean help list sanitize
+.PHONY: all build configure test check check-skeletons check-i18n snippets tables figures book book-check book-serve format check-format hint show-bug bench compare plot clean help list sanitize
 
 all: build
 
@@ -80,7 +81,7 @@ check-skeletons:
 	@$(CTEST) -L skeleton -j $(JOBS)
 
 hint:
-	@python3 tools/hint.py "$(EX)" "$(or $(LEVEL),1)"
+	@python3 tools/hint.py "$(EX)" "$(or $(LEVEL),1)" "$(LANG)"
 
 # Lessons show code through <!-- snippet: path#name --> blocks (tools/snippets.py); never edit one by hand.
 snippets:
@@ -88,6 +89,10 @@ snippets:
 
 tables:
 	@python3 tools/tables.py --write
+
+# The Chinese edition: every English page has its X.zh.md twin, in step (tools/i18n.py).
+check-i18n:
+	@python3 tools/i18n.py check
 
 figures:
 	@python3 tools/figures.py

@@ -56,25 +56,38 @@ def title(path):
 
 
 def nav():
-    """The reading order: home, each day (overview, chapters with their pages and hints), reference."""
+    """(nav, zh section titles): home, each day (overview, chapters with their pages and hints),
+    reference. Pages carry no title here: the site takes each page's own `# title`, so the
+    Chinese site shows the Chinese titles; section titles are translated from the zh overviews."""
     rel = lambda p: str(p.relative_to(ROOT))
-    out = [{"Home": "README.md"}]
+    zh_titles = {}
+
+    def section(name, source, items):
+        zh = source.with_name(source.name[:-3] + ".zh.md") if source else None
+        if zh is not None and zh.is_file():
+            zh_titles[name] = title(zh)
+        return {name: items}
+
+    out = ["README.md"]
     for day in sorted(p for p in ROOT.glob("day*") if p.is_dir()):
         overview = day / "README.md"
-        items = [{"Overview": rel(overview)}] if overview.is_file() else []
+        items = [rel(overview)] if overview.is_file() else []
         for skeleton in sorted(day.glob("[0-9][0-9]_*.cu")):
             chapter = [rel(p) for p in hint.pages(skeleton) if p.is_file()]
             hints = hint.hints_path(skeleton)
             if hints.is_file():
-                chapter.append({"Hints": rel(hints)})
+                chapter.append(rel(hints))
             if chapter:
-                items.append({title(ROOT / chapter[0]): chapter})
-        out.append({title(overview) if overview.is_file() else day.name: items})
+                items.append(section(title(ROOT / chapter[0]), ROOT / chapter[0], chapter))
+        out.append(section(title(overview) if overview.is_file() else day.name,
+                           overview if overview.is_file() else None, items))
     out.append({"Reference": [rel(ROOT / d) for d in REFERENCE_DOCS if (ROOT / d).is_file()]})
-    return out
+    zh_titles["Reference"] = "参考"
+    return out, zh_titles
 
 
 def config(src, site):
+    site_nav, zh_titles = nav()
     hooks = ROOT / "tools" / "book_site" / "hooks.py"
     return {
         "site_name": "LLM attention kernels in CUDA",
@@ -88,7 +101,12 @@ def config(src, site):
                   "features": ["navigation.indexes", "navigation.footer", "navigation.top", "search.highlight",
                                "content.code.copy", "toc.follow"],
                   "palette": {"scheme": "default", "primary": "indigo", "accent": "deep orange"}},
-        "plugins": ["search"],
+        "plugins": ["search", {"i18n": {
+            "docs_structure": "suffix", "fallback_to_default": True, "reconfigure_material": True,
+            "reconfigure_search": True,
+            "languages": [{"locale": "en", "default": True, "name": "English", "build": True},
+                          {"locale": "zh", "name": "中文", "build": True, "site_name": "用 CUDA 手写 LLM 注意力算子",
+                           "nav_translations": zh_titles}]}}],
         "hooks": [str(hooks)],
         "markdown_extensions": [
             "tables", "attr_list", "md_in_html", "admonition", "def_list", "footnotes",
@@ -102,7 +120,7 @@ def config(src, site):
         "validation": {"nav": {"omitted_files": "info", "not_found": "warn"},
                        "links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn",
                                  "absolute_links": "info"}},
-        "nav": nav(),
+        "nav": site_nav,
     }
 
 

@@ -84,7 +84,7 @@ TODO_MARKER = re.compile(r"//\s*TODO\b(\((\d+)\))?(\s*\(≈\s*\d+(?:\s*[-–]\s*
 LESSON_REF = re.compile(r'\b(?P<kw>[Ll]esson)(?P<colon>:?)\s*(?P<refs>"[^"]*"(?:\s*(?:›|,|and)\s*"[^"]*")*)')
 TEST_CASE = re.compile(r'\bTEST_CASE\s*\(\s*"((?:[^"\\]|\\.)*)"')
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
-PAGE_NAME = re.compile(r"README\.md|\d\d-[a-z0-9]+(?:-[a-z0-9]+)*\.md")
+PAGE_NAME = re.compile(r"(?:README|\d\d-[a-z0-9]+(?:-[a-z0-9]+)*)(?:\.zh)?\.md")
 MAX_PAGE_PROSE = 300
 
 
@@ -469,14 +469,14 @@ def check_stray(day_dir, r):
                 r.add("stray", f"{rel(f)}: a page folder holds README.md and pages NN-slug.md only "
                                "(figures go to docs/figures/, made by tools/figures.py)")
             continue
-        if str(sub) == "." and name in ("README.md", "exercises.cmake"):
+        if str(sub) == "." and name in ("README.md", "README.zh.md", "exercises.cmake"):
             continue
         if str(sub) == "." and name.endswith(".cuh"):
             if name not in includes:
                 r.add("stray", f"{rel(f)}: a shared header nobody in {day_dir.name} or its solutions "
                                "#includes: include it or remove it")
             continue
-        h = re.fullmatch(r"(\d\d_\w+)\.md", name)
+        h = re.fullmatch(r"(\d\d_\w+?)(?:\.zh)?\.md", name)
         if str(sub) == "hints" and h:
             if h.group(1) not in ids:
                 r.add("stray", f"{rel(f)}: the hints of no exercise (no {day_dir.name}/{h.group(1)}.cu)")

@@ -3,6 +3,7 @@
 
     python3 tools/hint.py 02_flash_attention        # the first hint (a nudge)
     python3 tools/hint.py 02_flash_attention 3      # the third (near-solution)
+    python3 tools/hint.py 02_flash_attention 3 zh   # the same from the Chinese edition (make hint LANG=zh)
 
 Where an exercise's lesson is: the page folder <day>/<id>/ beside its skeleton, a chapter
 README.md (the first page, named by the skeleton's line 2) and pages NN-slug.md in reading order.
@@ -59,7 +60,7 @@ def lesson_path(skeleton):
 def pages(skeleton):
     """The chapter README and its pages NN-slug.md, in reading order."""
     folder = skeleton.parent / skeleton.stem
-    numbered = sorted(p for p in folder.glob("*.md") if re.match(r"\d\d-", p.name))
+    numbered = sorted(p for p in folder.glob("*.md") if re.match(r"\d\d-", p.name) and not p.name.endswith(".zh.md"))
     return [folder / "README.md"] + numbered
 
 
@@ -81,9 +82,12 @@ def find_section(exercise):
     return lesson_path(skeleton), lines
 
 
-def hints_path(skeleton):
-    """The exercise's hints file: <day>/hints/<id>.md."""
-    return skeleton.parent / "hints" / f"{skeleton.stem}.md"
+def hints_path(skeleton, lang=""):
+    """The exercise's hints file: <day>/hints/<id>.md, or its Chinese twin <id>.zh.md for a
+    language starting with zh (make hint LANG=zh; a zh_CN locale in LANG picks it too)."""
+    english = skeleton.parent / "hints" / f"{skeleton.stem}.md"
+    chinese = english.with_name(f"{skeleton.stem}.zh.md")
+    return chinese if lang.lower().startswith("zh") and chinese.is_file() else english
 
 
 def hints(section):
@@ -92,15 +96,16 @@ def hints(section):
 
 
 def main():
-    if len(sys.argv) not in (2, 3) or not sys.argv[1]:
-        print("usage: make hint EX=<id> [LEVEL=1|2|3]   (ids: make list)")
+    if len(sys.argv) not in (2, 3, 4) or not sys.argv[1]:
+        print("usage: make hint EX=<id> [LEVEL=1|2|3] [LANG=zh]   (ids: make list)")
         return 2
-    exercise, level_arg = sys.argv[1], (sys.argv[2] if len(sys.argv) == 3 else "1")
+    exercise, level_arg = sys.argv[1], (sys.argv[2] if len(sys.argv) >= 3 else "1")
+    lang = sys.argv[3] if len(sys.argv) == 4 else ""
     if skeleton_of(exercise) is None:
         known = " ".join(sorted(p.stem for p in ROOT.glob("day*/[0-9][0-9]_*.cu")))
         print(f"unknown exercise '{exercise}'. Exercises: {known}")
         return 2
-    lesson = hints_path(skeleton_of(exercise))
+    lesson = hints_path(skeleton_of(exercise), lang)
     if not lesson.is_file():
         print(f"no hints file for {exercise} (expected {lesson.relative_to(ROOT)})")
         return 2
@@ -118,7 +123,8 @@ def main():
     print(f"{exercise} · {re.sub(r'<[^>]+>', '', title)}   ({lesson.relative_to(ROOT)})\n")
     print(re.sub(r"^\s*<!--.*?-->\s*\n", "", body, flags=re.M))  # snippet markers are for tools
     if level < len(found):
-        print(f"\nStill stuck?  make hint EX={exercise} LEVEL={level + 1}")
+        more = " LANG=zh" if lesson.name.endswith(".zh.md") else ""
+        print(f"\nStill stuck?  make hint EX={exercise} LEVEL={level + 1}{more}")
     return 0
 
 

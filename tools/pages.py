@@ -148,7 +148,7 @@ def check_pages(add, root=ROOT):
         if not chapter.is_file():
             add("pages", f"{rel(skeleton)}: no chapter {rel(chapter)} (the lesson's first page)")
             continue
-        pages = sorted(p for p in folder.glob("*.md") if p.name != "README.md")
+        pages = sorted(p for p in folder.glob("*.md") if p.name != "README.md" and not p.name.endswith(".zh.md"))
         numbers = [int(PAGE.fullmatch(p.name).group(1)) for p in pages if PAGE.fullmatch(p.name)]
         if numbers != list(range(1, len(numbers) + 1)):
             add("pages", f"{rel(folder)}/: pages are numbered {numbers}: number them 01, 02, … without gaps or repeats")
