@@ -12,6 +12,7 @@
 // shape's D and mask (Nq = Nk = 203; Nq = 67 < Nk = 203 for the causal alignment).
 // Timing inputs: hashed uniform fp16 bits (device_fill.h); the bf16 rows read the same bits as
 // bf16 (finite values of assorted magnitudes: the run time does not depend on them).
+// bench-needs: family_fp16_wmma.cpp  (it defines "prefill_fp16", which 05 and 10 add kernels to)
 #include <array>
 #include <sstream>
 #include <stdexcept>
