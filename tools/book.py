@@ -41,6 +41,7 @@ SCREENSHOTS = [
     ("hopper-figures", "day10-optimizations/10_hopper_wgmma/05-swizzle-128b.md", {"images": 1}),
     ("math-online-softmax", "day06-attention/02_flash_attention/02-the-online-softmax.md", {"math": 1}),
     ("hint-reveal", "day06-attention/hints/02_flash_attention.md", {"details": 3}),
+    ("zh-hopper-figures", "zh/day10-optimizations/10_hopper_wgmma/05-swizzle-128b.md", {"images": 1}),
 ]
 REFERENCE_DOCS = ["docs/glossary.md", "docs/hardware.md", "docs/performance.md", "docs/troubleshooting.md",
                   "docs/colab.md", "docs/conventions.md", "docs/architecture.md", "bench/README.md",
@@ -277,7 +278,10 @@ def check():
             for e in r["errors"]:
                 problems.append(f"{where}: KaTeX error: {e[:100]}")
         for name, source, need in SCREENSHOTS:
-            if not (ROOT / source).is_file():
+            file = ROOT / source.removeprefix("zh/")
+            if source.startswith("zh/"):
+                file = file.with_name(file.name[:-3] + ".zh.md")
+            if not file.is_file():
                 problems.append(f"screenshot {name}: {source} does not exist")
                 continue
             driver.get(base + page_url(source))

@@ -62,6 +62,7 @@ For every markdown lesson:
               300 lines of prose, linked in order from the chapter, chapters from the day overview.
   [links]     every relative link and image resolves, anchors included (tools/pages.py).
   [process]   no file a learner or maintainer reads speaks of the process that made it.
+  [i18n]      every English page has its Chinese twin X.zh.md in step (tools/i18n.py, make check-i18n).
 Whether an untouched skeleton FAILS its tests is checked on a GPU by CTest (label: skeleton).
 """
 import difflib
@@ -74,6 +75,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import apply_patch  # noqa: E402
 import hint  # noqa: E402
+import i18n  # noqa: E402
 import pages  # noqa: E402
 import snippets  # noqa: E402
 import tables  # noqa: E402
@@ -558,6 +560,12 @@ def main():
     pages.check_pages(r.add)
     pages.check_links(r.add)
     pages.check_process_words(r.add)
+    zh_pages = 0
+    for en in i18n.english_pages():
+        problems = i18n.check_pair(en, i18n.twin(en))
+        zh_pages += not problems
+        for p in problems:
+            r.add("i18n", p)
 
     for skeleton in skeletons:
         print(f"  {'BAD' if r.bad(skeleton.stem) else 'ok '} {rel(skeleton)} ({todo_counts[skeleton]} TODOs)")
@@ -565,7 +573,7 @@ def main():
         print(f"\nexercise contract violated ({len(r.items)}; tools/check_skeletons.py and "
               "docs/conventions.md explain each rule):")
         for tag in ("files", "header", "todo", "lesson", "adds-only", "hints", "giveaway", "wrong", "stray", "snippets",
-                    "tables", "figures", "pages", "links", "process"):
+                    "tables", "figures", "pages", "links", "process", "i18n"):
             for t, msg, _ in r.items:
                 if t == tag:
                     print(f"  [{tag}] {msg}")
@@ -574,7 +582,7 @@ def main():
           f"three hints kept out of the lessons), {len(wrongs)} wrong variants apply and explain "
           f"themselves, no lesson shows any of the {looked_for} lines learners write, "
           f"{fresh} snippets and {table_count} tables fresh, {figure_count} figures as tools/figures.py draws them, "
-          "every page short and linked, every link resolves, no stray files")
+          f"every page short and linked, every link resolves, {zh_pages} Chinese twins in step, no stray files")
     return 0
 
 
