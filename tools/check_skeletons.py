@@ -330,7 +330,8 @@ def check_giveaways(skeletons, r):
     given = {sk: {code_key(l) for l in sk.read_text().splitlines()} for sk in skeletons}
     for lesson in lesson_files_for_giveaways():
         # Code that a skeleton this lesson teaches already gives may be shown: it is not an answer.
-        taught = [sk for sk in skeletons if lesson in hint.pages(sk)]
+        english = lesson.with_name(lesson.name[:-6] + ".md") if lesson.name.endswith(".zh.md") else lesson
+        taught = [sk for sk in skeletons if english in hint.pages(sk)]
         shown_given = set().union(*(given[sk] for sk in taught)) if taught else set()
         for no, text in fenced_lines(lesson):
             k = code_key(text)

@@ -24,6 +24,7 @@ MAX_PROSE = 300
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+ANCHOR = re.compile(r'^<a id="[^"]*"></a>\s*$')
 HTML_ID = re.compile(r"""<a\s+(?:name|id)=["']([^"']+)["']""")
 PAGE = re.compile(r"(\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*\.md")
 # Written in pieces so that this file does not match itself.
@@ -170,7 +171,8 @@ def check_pages(add, root=ROOT):
         n = prose_lines(page)
         if n > MAX_PROSE:
             add("pages", f"{rel(page)}: {n} lines of prose (at most {MAX_PROSE}): split it into pages, one idea each")
-        first = next((l for l in page.read_text().splitlines() if l.strip()), "")
+        # A Chinese twin carries its English anchor on the line above each heading (tools/i18n.py).
+        first = next((l for l in page.read_text().splitlines() if l.strip() and not ANCHOR.match(l)), "")
         if not first.startswith("# "):
             add("pages", f"{rel(page)}:1: a page starts with its `# title`")
 
