@@ -5,7 +5,10 @@ hooks adapt them to the site at build time:
   * hint blocks `<details><summary>Hint n · …</summary> … </details>` keep their markdown inside
     (md_in_html needs `markdown="1"` on the block), so each hint stays behind its reveal;
   * heading anchors are GitHub's slugs (tools/pages.py), so a link that works on GitHub works
-    on the site, and the link checker of make check-skeletons speaks for both.
+    on the site, and the link checker of make check-skeletons speaks for both;
+  * a Chinese twin's `<a id="slug"></a>` line above a heading (tools/i18n.py) becomes that
+    heading's own id (`# 标题 {#slug}`), so the page's title is its first element, as the site
+    needs to name the page, and its anchors are the English page's.
 """
 import pathlib
 import re
@@ -15,7 +18,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from pages import gfm_slug  # noqa: E402,F401  (referenced by the generated mkdocs.yml)
 
 DETAILS = re.compile(r"<details>(\s*<summary>)")
+ANCHORED_HEADING = re.compile(r'^<a id="([^"]+)"></a>[ \t]*\n(#{1,6} [^\n]*?)[ \t]*$', re.M)
 
 
 def on_page_markdown(markdown, page, config, files):
+    markdown = ANCHORED_HEADING.sub(r"\2 {#\1}", markdown)
     return DETAILS.sub(r'<details markdown="1">\1', markdown)
