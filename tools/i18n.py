@@ -171,7 +171,10 @@ def check_pair(en, zh):
     eh, zhh = heading_list(et), heading_list(zt)
     want = slugs(et)
     if [h[0] for h in eh] != [h[0] for h in zhh]:
-        k = next((i for i, (a, b) in enumerate(zip(eh, zhh)) if a[0] != b[0]), min(len(eh), len(zhh)))
+        # The first heading whose level, or whose anchor line (naming the English heading it
+        # translates), differs: a deleted or inserted heading shows where it happened.
+        k = next((i for i, (a, b, s) in enumerate(zip(eh, zhh, want)) if a[0] != b[0] or (b[2] and b[2] != s)),
+                 min(len(eh), len(zhh)))
         en_h = f"{'#' * eh[k][0]} {eh[k][1]}" if k < len(eh) else "(no more headings)"
         zh_h = f"{'#' * zhh[k][0]} {zhh[k][1]}" if k < len(zhh) else "(no more headings)"
         out.append(f"{rel(zh)}: headings differ at heading {k + 1}: English {en_h!r}, Chinese {zh_h!r} "
