@@ -219,7 +219,10 @@ def check_pair(en, zh):
     if IMAGE.findall("\n".join(ep)) != IMAGE.findall("\n".join(zp)):
         out.append(f"{rel(zh)}: figures differ: English {IMAGE.findall(chr(10).join(ep))}, "
                    f"Chinese {IMAGE.findall(chr(10).join(zp))}")
-    el, zl = link_targets(et), link_targets(zt)
+    # The language switch: the English page's link to its own twin and the twin's link back are
+    # each other's counterpart, so neither is compared.
+    el = [t for t in link_targets(et) if (en.parent / t.partition("#")[0]).resolve() != zh.resolve()]
+    zl = [t for t in link_targets(zt) if (zh.parent / t.partition("#")[0]).resolve() != en.resolve()]
 
     def as_english(target, page):
         file_part, hash_, anchor = target.partition("#")
