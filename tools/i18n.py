@@ -92,35 +92,20 @@ def split(text):
 
 
 def heading_list(text):
-    """[(level, text, anchor line right above it or None)]"""
-    out, fence, prev = [], None, ""
-    for line in text.splitlines():
-        f = FENCE.match(line)
-        if f:
-            if fence is None:
-                fence = f.group(1)
-            elif f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
-                fence = None
-            prev = line
-            continue
-        if fence is None:
-            m = pages.HEADING.match(line)
-            if m:
-                a = ANCHOR_LINE.match(prev.strip())
-                out.append((len(m.group(1)), m.group(2), a.group(1) if a else None))
-        if line.strip():
-            prev = line
+    """[(level, text, the anchor on the non-blank line right above it, or None)]"""
+    lines = text.splitlines()
+    out = []
+    for no, line in pages.prose(lines):
+        m = pages.HEADING.match(line)
+        if m:
+            above = next((l.strip() for l in reversed(lines[:no - 1]) if l.strip()), "")
+            a = ANCHOR_LINE.match(above)
+            out.append((len(m.group(1)), m.group(2), a.group(1) if a else None))
     return out
 
 
 def slugs(en_text):
-    seen, out = {}, []
-    for _, text, _ in heading_list(en_text):
-        s = pages.gfm_slug(text)
-        n = seen.get(s, 0)
-        seen[s] = n + 1
-        out.append(s if n == 0 else f"{s}-{n}")
-    return out
+    return pages.heading_slugs([text for _, text, _ in heading_list(en_text)])
 
 
 def strip_for_numbers(lines):
@@ -285,20 +270,14 @@ def check(files):
 def anchors(files):
     for f in files:
         zh = (ROOT / f) if not pathlib.Path(f).is_absolute() else pathlib.Path(f)
-        en = english_of(zh)
-        want = slugs(en.read_text())
+        want = slugs(english_of(zh).read_text())
         lines = zh.read_text().splitlines()
-        out, fence, k = [], None, 0
-        for line in lines:
-            f_ = FENCE.match(line)
-            if f_:
-                if fence is None:
-                    fence = f_.group(1)
-                elif f_.group(1)[0] == fence[0] and len(f_.group(1)) >= len(fence):
-                    fence = None
-            elif fence is None and pages.HEADING.match(line):
-                while out and (ANCHOR_LINE.match(out[-1].strip()) or (not out[-1].strip() and len(out) > 1
-                                                                      and ANCHOR_LINE.match(out[-2].strip()))):
+        heading_lines = {no for no, line in pages.prose(lines) if pages.HEADING.match(line)}
+        out, k = [], 0
+        for no, line in enumerate(lines, 1):
+            if no in heading_lines:
+                while out and (ANCHOR_LINE.match(out[-1].strip())
+                               or (not out[-1].strip() and len(out) > 1 and ANCHOR_LINE.match(out[-2].strip()))):
                     out.pop()
                 if k < len(want):
                     out.append(f'<a id="{want[k]}"></a>')

@@ -48,10 +48,12 @@ def gfm_slug(text, separator="-"):
     return "".join(out)
 
 
-def headings(path):
-    """[(line number, level, text)] of a markdown file, code blocks skipped."""
-    out, fence = [], None
-    for no, line in enumerate(path.read_text().splitlines(), 1):
+def prose(lines):
+    """(line number, line) of the lines outside fenced code blocks (fence lines left out too):
+    the one place that knows how a fence opens and closes (``` or ~~~, closed by one at least as
+    long), shared by every rule here and by tools/i18n.py."""
+    fence = None
+    for no, line in enumerate(lines, 1):
         f = FENCE.match(line)
         if f:
             if fence is None:
@@ -59,38 +61,39 @@ def headings(path):
             elif f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
                 fence = None
             continue
-        m = HEADING.match(line) if fence is None else None
-        if m:
-            out.append((no, len(m.group(1)), m.group(2)))
+        if fence is None:
+            yield no, line
+
+
+def headings(path):
+    """[(line number, level, text)] of a markdown file, code blocks skipped."""
+    return [(no, len(m.group(1)), m.group(2)) for no, line in prose(path.read_text().splitlines())
+            for m in [HEADING.match(line)] if m]
+
+
+def heading_slugs(texts):
+    """GitHub's anchors of a page's headings, in order: a repeated slug gets -1, -2, …"""
+    seen, out = {}, []
+    for text in texts:
+        slug = gfm_slug(text)
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.append(slug if n == 0 else f"{slug}-{n}")
     return out
 
 
 def anchors(path, _cache={}):
+    """Every anchor a link may name in a page: its headings' slugs and its `<a id>`s."""
     if path not in _cache:
-        seen, ids = {}, set()
-        for _, _, text in headings(path):
-            slug = gfm_slug(text)
-            n = seen.get(slug, 0)
-            seen[slug] = n + 1
-            ids.add(slug if n == 0 else f"{slug}-{n}")
-        ids |= set(HTML_ID.findall(path.read_text()))
-        _cache[path] = ids
+        ids = set(heading_slugs([text for _, _, text in headings(path)]))
+        _cache[path] = ids | set(HTML_ID.findall(path.read_text()))
     return _cache[path]
 
 
 def prose_lines(path):
     """Non-blank lines outside fenced code and generated table blocks."""
-    count, fence, table = 0, None, False
-    for line in path.read_text().splitlines():
-        f = FENCE.match(line)
-        if f:
-            if fence is None:
-                fence = f.group(1)
-            elif f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
-                fence = None
-            continue
-        if fence is not None:
-            continue
+    count, table = 0, False
+    for _, line in prose(path.read_text().splitlines()):
         if re.match(r"^<!--\s*table:", line):
             table = True
         elif re.match(r"^<!--\s*/table", line):
@@ -102,18 +105,8 @@ def prose_lines(path):
 
 def links(path):
     """(line number, target) of every link and image outside code, inline code stripped."""
-    out, fence = [], None
-    for no, line in enumerate(path.read_text().splitlines(), 1):
-        f = FENCE.match(line)
-        if f:
-            if fence is None:
-                fence = f.group(1)
-            elif f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence):
-                fence = None
-            continue
-        if fence is None:
-            out += [(no, m.group(1)) for m in LINK.finditer(re.sub(r"`[^`]*`", "", line))]
-    return out
+    return [(no, m.group(1)) for no, line in prose(path.read_text().splitlines())
+            for m in LINK.finditer(re.sub(r"`[^`]*`", "", line))]
 
 
 def markdown_files(root=ROOT):
