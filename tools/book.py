@@ -119,7 +119,7 @@ def config(src, site):
         "extra_javascript": ["_assets/katex/katex.min.js", "_assets/book.js"],
         "extra_css": ["_assets/katex/katex.min.css", "_assets/book.css"],
         "validation": {"nav": {"omitted_files": "info", "not_found": "warn"},
-                       "links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn",
+                       "links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "info",
                                  "absolute_links": "info"}},
         "nav": site_nav,
     }
