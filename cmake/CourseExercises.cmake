@@ -23,6 +23,16 @@
 #   course_exercise_options(<id> MIN_SM 80 TIMEOUT 300)
 #   course_exercise_options(<id> MIN_SM 90 ARCH_SPECIFIC 90a)   built for that one target only
 #     (sm_90a: wgmma, setmaxnreg), as <num>a-real; other GPUs skip with the reason.
+#   course_exercise_options(<id> USES <other id>)   every implementation of <id> links the
+#     SOLUTION library of <other id> (libsol_<other id>): given code, e.g. the local kernel of a
+#     distributed exercise. Without that library the exercise is skipped with the reason.
+#   course_exercise_options(<id> NCCL)   needs NCCL (nccl.h, libnccl: NCCL_ROOT, the CUDA toolkit
+#     or the system); without it every test of the exercise is registered as Skipped.
+#   course_exercise_options(<id> GPU_COUNTS 2 4 MULTI_GPU_ONLY <bug> ...)   multi-GPU entries:
+#     for each n, <day>/<id>/solution_<n>gpu and wrong/<bug>_<n>gpu run the test binary with the
+#     Catch2 tag [<n>gpu] (hidden cases) and COURSE_REQUIRED_GPUS=n, so they are Skipped where
+#     fewer GPUs exist; they hold one CTest resource lock, never running beside each other. A bug
+#     in MULTI_GPU_ONLY shows only with several ranks: it has no one-GPU wrong/<bug> entry.
 
 # Wrong variants are patches applied at build time by a stdlib-only script (no patch(1) needed).
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
@@ -66,7 +76,11 @@ function(_course_archs_at_least min_sm out)
 endfunction()
 
 function(course_exercise_options id)
-  cmake_parse_arguments(ARG "" "MIN_SM;TIMEOUT;ARCH_SPECIFIC" "" ${ARGN})
+  cmake_parse_arguments(ARG "NCCL" "MIN_SM;TIMEOUT;ARCH_SPECIFIC;USES" "GPU_COUNTS;MULTI_GPU_ONLY" ${ARGN})
+  set_property(GLOBAL PROPERTY COURSE_NCCL_${id} ${ARG_NCCL})
+  set_property(GLOBAL PROPERTY COURSE_USES_${id} "${ARG_USES}")
+  set_property(GLOBAL PROPERTY COURSE_GPU_COUNTS_${id} "${ARG_GPU_COUNTS}")
+  set_property(GLOBAL PROPERTY COURSE_MULTI_GPU_ONLY_${id} "${ARG_MULTI_GPU_ONLY}")
   if(ARG_MIN_SM)
     set_property(GLOBAL PROPERTY COURSE_MIN_SM_${id} ${ARG_MIN_SM})
   endif()
@@ -96,6 +110,49 @@ function(_course_add_test name command kind day_label timeout expect_failure)
   endif()
 endfunction()
 
+# A multi-GPU entry: the hidden Catch2 cases tagged [<n>gpu], Skipped (exit 77, common/main_gpu.cpp)
+# where fewer than n GPUs exist. NVLink multicast stays off (NCCL_NVLS_ENABLE=0): ring exchanges
+# never need it, and on shared hosts it must not be used. A test case there may wait out a
+# communication deadline and then NCCL's abort, so the watchdog allows 90 s per case.
+function(_course_add_multi_gpu_test name exe gpus kind day_label timeout expect_failure)
+  _course_add_test(${name} "${exe};[${gpus}gpu]" ${kind} ${day_label} ${timeout} ${expect_failure})
+  set(_env "COURSE_REQUIRED_GPUS=${gpus};NCCL_NVLS_ENABLE=0;COURSE_TEST_TIMEOUT=90")
+  if(expect_failure)
+    list(APPEND _env "COURSE_EXPECT_FAILURE=1")
+  endif()
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${_env}" RESOURCE_LOCK course_multi_gpu)
+endfunction()
+
+# NCCL for the exercises that ask for it (course_exercise_options(<id> NCCL)): nccl.h and
+# libnccl from NCCL_ROOT / NCCL_HOME, the CUDA toolkit (where an install ships them) or the
+# system (libnccl-dev). Defines the target course_nccl once; `out` is TRUE when it exists.
+function(_course_find_nccl out)
+  # Searched once per configure run (a global property, not the cache), so that a learner who
+  # installs NCCL or sets NCCL_ROOT after a failed search gets a new search on the next configure
+  # (find_path / find_library retry a NOTFOUND result by themselves).
+  get_property(_searched GLOBAL PROPERTY COURSE_NCCL_SEARCHED)
+  if(NOT TARGET course_nccl AND NOT _searched)
+    set_property(GLOBAL PROPERTY COURSE_NCCL_SEARCHED TRUE)
+    find_path(COURSE_NCCL_INCLUDE_DIR nccl.h
+      HINTS ${NCCL_ROOT} ENV NCCL_ROOT ENV NCCL_HOME ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}
+      PATH_SUFFIXES include)
+    find_library(COURSE_NCCL_LIBRARY NAMES nccl libnccl.so.2
+      HINTS ${NCCL_ROOT} ENV NCCL_ROOT ENV NCCL_HOME ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+      PATH_SUFFIXES lib lib64)
+  endif()
+  if(NOT TARGET course_nccl AND COURSE_NCCL_INCLUDE_DIR AND COURSE_NCCL_LIBRARY)
+    add_library(course_nccl INTERFACE IMPORTED GLOBAL)
+    target_include_directories(course_nccl INTERFACE "${COURSE_NCCL_INCLUDE_DIR}")
+    target_link_libraries(course_nccl INTERFACE "${COURSE_NCCL_LIBRARY}")
+    message(STATUS "course: NCCL ${COURSE_NCCL_LIBRARY} (headers ${COURSE_NCCL_INCLUDE_DIR})")
+  endif()
+  if(TARGET course_nccl)
+    set(${out} TRUE PARENT_SCOPE)
+  else()
+    set(${out} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
 # One static library per implementation, so tests and the bench link the same object code.
 function(_course_impl_library target source day_dir)
   add_library(${target} STATIC ${source})
@@ -121,6 +178,10 @@ function(course_add_exercise day id)
   get_property(min_sm GLOBAL PROPERTY COURSE_MIN_SM_${id})
   get_property(timeout GLOBAL PROPERTY COURSE_TIMEOUT_${id})
   get_property(arch_specific GLOBAL PROPERTY COURSE_ARCH_SPECIFIC_${id})
+  get_property(needs_nccl GLOBAL PROPERTY COURSE_NCCL_${id})
+  get_property(uses GLOBAL PROPERTY COURSE_USES_${id})
+  get_property(gpu_counts GLOBAL PROPERTY COURSE_GPU_COUNTS_${id})
+  get_property(multi_gpu_only GLOBAL PROPERTY COURSE_MULTI_GPU_ONLY_${id})
   if(NOT min_sm)
     set(min_sm 0)
   endif()
@@ -155,6 +216,17 @@ function(course_add_exercise day id)
     endif()
   endif()
 
+  # Given code from another exercise's solution, and NCCL, where the exercise asks for them.
+  if(COURSE_HAVE_CUDA AND skip_reason STREQUAL "" AND uses AND NOT TARGET libsol_${uses})
+    set(skip_reason "needs the solution library of exercise ${uses}, which this build does not compile")
+  endif()
+  if(COURSE_HAVE_CUDA AND skip_reason STREQUAL "" AND needs_nccl)
+    _course_find_nccl(have_nccl)
+    if(NOT have_nccl)
+      set(skip_reason "needs NCCL: nccl.h and libnccl were found neither in the CUDA toolkit nor on the system (install libnccl-dev, or set NCCL_ROOT and reconfigure)")
+    endif()
+  endif()
+
   if(NOT COURSE_HAVE_CUDA OR NOT skip_reason STREQUAL "")
     # Nothing GPU-side can be built for this exercise. Register the same test names so CTest
     # shows each one as Skipped with the reason, instead of silently testing less.
@@ -162,10 +234,18 @@ function(course_add_exercise day id)
     _course_add_test(${day_label}/${id}/exercise "${skip_cmd}" exercise ${day_label} ${timeout} FALSE)
     _course_add_test(${day_label}/${id}/solution "${skip_cmd}" solution ${day_label} ${timeout} FALSE)
     _course_add_test(${day_label}/${id}/skeleton_fails "${skip_cmd}" skeleton ${day_label} ${timeout} FALSE)
+    foreach(n IN LISTS gpu_counts)
+      _course_add_test(${day_label}/${id}/solution_${n}gpu "${skip_cmd}" solution ${day_label} ${timeout} FALSE)
+    endforeach()
     foreach(w IN LISTS wrongs)
       get_filename_component(stem "${w}" NAME_WE)
       string(REPLACE "${id}__" "" bug "${stem}")
-      _course_add_test(${day_label}/${id}/wrong/${bug} "${skip_cmd}" wrong ${day_label} ${timeout} FALSE)
+      if(NOT bug IN_LIST multi_gpu_only)
+        _course_add_test(${day_label}/${id}/wrong/${bug} "${skip_cmd}" wrong ${day_label} ${timeout} FALSE)
+      endif()
+      foreach(n IN LISTS gpu_counts)
+        _course_add_test(${day_label}/${id}/wrong/${bug}_${n}gpu "${skip_cmd}" wrong ${day_label} ${timeout} FALSE)
+      endforeach()
     endforeach()
     return()
   endif()
@@ -186,6 +266,9 @@ function(course_add_exercise day id)
   add_library(testobj_${id} OBJECT "${test_src}" "${gen}")
   target_include_directories(testobj_${id} PRIVATE ${day_dir})
   target_link_libraries(testobj_${id} PRIVATE course_common_cuda course_catch2)
+  if(needs_nccl)
+    target_link_libraries(testobj_${id} PRIVATE course_nccl)
+  endif()
 
   set(impls "skeleton|${skeleton}|ex_${id}|exercise" "solution|${solution}|sol_${id}|solution")
   foreach(w IN LISTS wrongs)
@@ -205,9 +288,18 @@ function(course_add_exercise day id)
     else()
       add_custom_target(patch_${stem} ALL DEPENDS "${applied}")
       string(REPLACE "${id}__" "" bug "${stem}")
-      _course_add_test(${day_label}/${id}/wrong/${bug}
-        "$<TARGET_FILE:course_skip_no_cuda>;${day_label}/${id}/wrong/${bug};this build was configured where no GPU is visible, so wrong variants are only patched, not compiled (-DCOURSE_BUILD_WRONG_VARIANTS=ON compiles them)"
-        wrong ${day_label} ${timeout} FALSE)
+      set(_names "")
+      if(NOT bug IN_LIST multi_gpu_only)
+        list(APPEND _names wrong/${bug})
+      endif()
+      foreach(n IN LISTS gpu_counts)
+        list(APPEND _names wrong/${bug}_${n}gpu)
+      endforeach()
+      foreach(_name IN LISTS _names)
+        _course_add_test(${day_label}/${id}/${_name}
+          "$<TARGET_FILE:course_skip_no_cuda>;${day_label}/${id}/${_name};this build was configured where no GPU is visible, so wrong variants are only patched, not compiled (-DCOURSE_BUILD_WRONG_VARIANTS=ON compiles them)"
+          wrong ${day_label} ${timeout} FALSE)
+      endforeach()
     endif()
   endforeach()
 
@@ -219,6 +311,12 @@ function(course_add_exercise day id)
     list(GET parts 3 label)
     _course_impl_library(lib${exe} "${src}" "${day_dir}")
     set_target_properties(lib${exe} PROPERTIES CUDA_ARCHITECTURES "${archs}")
+    if(uses)
+      target_link_libraries(lib${exe} PUBLIC libsol_${uses})
+    endif()
+    if(needs_nccl)
+      target_link_libraries(lib${exe} PUBLIC course_nccl)
+    endif()
     if(kind STREQUAL "skeleton")
       # Skeletons are unfinished by design: unused parameters are expected, not news.
       target_compile_options(lib${exe} PRIVATE
@@ -234,6 +332,9 @@ function(course_add_exercise day id)
       _course_add_test(${day_label}/${id}/skeleton_fails ${exe} skeleton ${day_label} ${timeout} TRUE)
     elseif(kind STREQUAL "solution")
       _course_add_test(${day_label}/${id}/solution ${exe} solution ${day_label} ${timeout} FALSE)
+      foreach(n IN LISTS gpu_counts)
+        _course_add_multi_gpu_test(${day_label}/${id}/solution_${n}gpu ${exe} ${n} solution ${day_label} ${timeout} FALSE)
+      endforeach()
       if(has_index)
         # The index helpers' CPU checks on their own: they need no GPU, so CI runs them too.
         # With another Catch2 option beside the tag, as a learner may type it.
@@ -241,7 +342,12 @@ function(course_add_exercise day id)
       endif()
     else()
       string(REPLACE "wrong_${id}__" "" bug "${exe}")
-      _course_add_test(${day_label}/${id}/wrong/${bug} ${exe} wrong ${day_label} ${timeout} TRUE)
+      if(NOT bug IN_LIST multi_gpu_only)
+        _course_add_test(${day_label}/${id}/wrong/${bug} ${exe} wrong ${day_label} ${timeout} TRUE)
+      endif()
+      foreach(n IN LISTS gpu_counts)
+        _course_add_multi_gpu_test(${day_label}/${id}/wrong/${bug}_${n}gpu ${exe} ${n} wrong ${day_label} ${timeout} TRUE)
+      endforeach()
     endif()
   endforeach()
 

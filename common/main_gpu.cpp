@@ -1,7 +1,12 @@
 // main() of every GPU test binary: skip cleanly (exit 77, CTest's SKIP_RETURN_CODE) when no
 // usable GPU is present or it is older than the exercise needs, then run the tests under the
 // watchdog (test_runtime.h), so a kernel that never finishes cannot hang the terminal.
+// COURSE_REQUIRED_GPUS=<n> (set by CTest for the multi-GPU entries, cmake/CourseExercises.cmake)
+// skips the same way where fewer than n GPUs are visible.
+#include <cuda_runtime.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "gpu_probe.h"
@@ -42,6 +47,15 @@ int main(int argc, char** argv) {
     case course::GpuStatus::kUsable:
       std::printf("GPU: %s\n", why.c_str());
       break;
+  }
+  if (const char* need = std::getenv("COURSE_REQUIRED_GPUS")) {
+    const int wanted = std::atoi(need);
+    int found = 0;
+    if (cudaGetDeviceCount(&found) != cudaSuccess) found = 0;
+    if (found < wanted) {
+      std::printf("SKIPPED: compiled OK — not run: needs %d GPUs, found %d\n", wanted, found);
+      return 77;
+    }
   }
   return course::run_tests(argc, argv, /*with_watchdog=*/true);
 }

@@ -147,6 +147,11 @@ def report_check(table, results):
         index = kinds.get("index")
         parts = ["solution " + {PASS: "passed", FAIL: f"FAILED ({why})",
                                 NOTRUN: f"not run ({split_reason(why)[0]})"}[status]]
+        for kind, (s, _) in sorted(kinds.items()):  # solution_2gpu, ...: the multi-GPU entries
+            if kind.startswith("solution_") and s != NOTRUN:
+                parts.append(f"{kind} " + ("passed" if s == PASS else "FAILED"))
+                if s == FAIL:
+                    status = FAIL
         if index and index[0] != NOTRUN:
             parts.append("index checks (CPU) " + ("passed" if index[0] == PASS else "FAILED"))
             if index[0] == FAIL:
