@@ -1,0 +1,346 @@
+// Day 10 · Exercise 12 · ring attention: K/V blocks travel a ring of GPUs, partial outputs merge by their log-sum-exp
+// Lesson: day10-optimizations/12_ring_attention/README.md. Test: make test EX=12_ring_attention
+//
+// R ranks, one GPU each, one host thread (RingComm, nccl_ring.cuh). Rank r keeps two query
+// chunks (zigzag: r and 2R − 1 − r) and holds one K/V block at a time. Each of the R steps:
+//   comm stream     send the block in hand to rank r + 1, receive the next one from rank r − 1
+//                   (into the other of two slots), one NCCL group over all ranks;
+//   compute stream  exercise 05's kernel on each (query chunk, key chunk) pair of the block in
+//                   hand that is not skipped, then merge its (O_s, L_s) into the running (O, L).
+// Events keep the streams honest: kv_ready(r, slot) (a block has landed in that slot) and
+// kv_free(r) (the compute has finished reading the slot the next receive overwrites).
+// After the last step the running O is rounded to the 16-bit type.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "05_fp16_mma.h"
+#include "12_ring_attention.h"
+#include "check_attention_args.h"
+#include "cuda_check.h"
+
+// ---- index helpers (12_ring_attention.h) ------------------------------------------------------
+// snippet-begin: chunks
+__host__ __device__ int ring_chunk_start(int c, int n, int ranks) {
+  return int(int64_t(c) * n / (2 * ranks));  // c·n overflows an int from n ≈ 2^31 / 2R on
+}
+
+__host__ __device__ int ring_chunk_len(int c, int n, int ranks) {
+  return ring_chunk_start(c + 1, n, ranks) - ring_chunk_start(c, n, ranks);
+}
+
+__host__ __device__ int ring_chunk(int rank, int half, int ranks, bool zigzag) {
+  if (zigzag) return half == 0 ? rank : 2 * ranks - 1 - rank;  // an early chunk and its mirror
+  return 2 * rank + half;
+}
+// snippet-end: chunks
+
+__host__ __device__ int ring_source(int rank, int step, int ranks) {
+  return ((rank - step) % ranks + ranks) % ranks;  // C++'s % keeps the sign of rank − step
+}
+
+// snippet-begin: pair-kind
+__host__ __device__ RingPairKind ring_pair_kind(int q_chunk, int k_chunk, bool causal) {
+  if (!causal || k_chunk < q_chunk) return kRingFull;  // every key of an earlier chunk is visible
+  return k_chunk == q_chunk ? kRingDiagonal : kRingSkip;
+}
+// snippet-end: pair-kind
+
+namespace {
+
+constexpr int kMergeThreads = 256;  // D threads per row, 256 / D rows per block
+
+// ---- the running state of a query chunk ------------------------------------------------------
+// Per query row: O (fp32, normalised like exercise 05's output) and L = ln Σ_j exp(s_ij) over
+// the keys merged so far. Before the first merge a row has seen nothing: O = 0, L = −inf.
+__global__ void ring_init_kernel(float* __restrict__ o_run, float* __restrict__ l_run, int64_t rows, int d) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * d; i += stride) {
+    o_run[i] = 0.f;
+    if (i < rows) l_run[i] = -INFINITY;
+  }
+}
+
+// Merges one partial (O_s, L_s) of exercise 05 into the running (O, L), row by row. Thread
+// (d, rr) of a block owns element d of row blockIdx.x · kRows + rr.
+template <class T, int D>
+__global__ void __launch_bounds__(kMergeThreads)
+    ring_merge_kernel(float* __restrict__ o_run, float* __restrict__ l_run, const T* __restrict__ o_s,
+                      const float* __restrict__ l_s, int64_t rows) {
+  constexpr int kRows = kMergeThreads / D;
+  const int d = threadIdx.x % D;
+  const int64_t row = int64_t(blockIdx.x) * kRows + threadIdx.x / D;
+  float l_new = -INFINITY;  // the row's L after the merge, written once every thread has read L
+  if (row < rows) {
+    // snippet-begin: lse-merge
+    const float l = l_run[row], ls = l_s[row];
+    const float m = fmaxf(l, ls);
+    l_new = l;
+    // m = −inf: neither side has seen a key yet, and the row keeps (0, −inf) with no NaN.
+    if (m != -INFINITY) {
+      // e^{L − m} and e^{L_s − m}: at most 1, 0 for a side that has seen nothing.
+      const float w = expf(l - m), ws = expf(ls - m);
+      const int64_t i = row * D + d;
+      o_run[i] = (w * o_run[i] + ws * float(o_s[i])) / (w + ws);
+      l_new = m + logf(w + ws);  // L' = ln(e^L + e^{L_s}), without overflow
+    }
+    // snippet-end: lse-merge
+  }
+  __syncthreads();  // every thread of the row has read l_run[row] before it is replaced
+  if (row < rows && d == 0) l_run[row] = l_new;
+}
+
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// The final output: the running O rounded to the 16-bit type.
+template <class T>
+__global__ void ring_output_kernel(const float* __restrict__ o_run, T* __restrict__ o, int64_t n) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    o[i] = from_float<T>(o_run[i]);  // round to nearest even, once
+  }
+}
+
+// Blocks for a grid-stride loop over n elements (at least one: an empty chunk is no launch error).
+int grid_for(int64_t n, int threads) { return int(std::clamp<int64_t>((n + threads - 1) / threads, 1, 4096)); }
+
+// ---- where a rank's workspace keeps what -------------------------------------------------------
+// Every piece is sized for the longest chunk, ⌈N / 2R⌉ tokens, and starts 256-byte aligned.
+struct Sizes {
+  int64_t lmax;        // tokens of the longest chunk
+  int64_t slot_elems;  // one K/V block: K and V of two chunks, [B, Hkv, L, D] each
+  int64_t o_elems;     // one chunk's O: [B, Hq, L, D]
+  int64_t l_elems;     // one chunk's L: [B, Hq, L]
+};
+
+Sizes sizes_of(const course::AttentionParams& p, int ranks) {
+  Sizes s;
+  s.lmax = (int64_t(p.seq_q) + 2 * ranks - 1) / (2 * ranks);
+  s.slot_elems = 4 * int64_t(p.batch) * p.heads_kv * s.lmax * p.head_dim;
+  s.o_elems = int64_t(p.batch) * p.heads_q * s.lmax * p.head_dim;
+  s.l_elems = int64_t(p.batch) * p.heads_q * s.lmax;
+  return s;
+}
+
+size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+template <class T>
+struct Workspace {
+  T* slot[2];       // the K/V block in hand and the one arriving (they swap every step)
+  float* o_run[2];  // running O of the rank's query chunks (half 0, half 1)
+  float* l_run[2];  // running L
+  T* part_o;        // one partial output of exercise 05
+  float* part_l;    // and its log-sum-exp
+};
+
+template <class T>
+Workspace<T> workspace_of(void* base, const Sizes& s) {
+  unsigned char* at = static_cast<unsigned char*>(base);
+  auto take = [&](size_t bytes) {
+    unsigned char* here = at;
+    at += aligned(bytes);
+    return here;
+  };
+  Workspace<T> w;
+  for (int i = 0; i < 2; ++i) w.slot[i] = reinterpret_cast<T*>(take(s.slot_elems * sizeof(T)));
+  for (int i = 0; i < 2; ++i) w.o_run[i] = reinterpret_cast<float*>(take(s.o_elems * sizeof(float)));
+  for (int i = 0; i < 2; ++i) w.l_run[i] = reinterpret_cast<float*>(take(s.l_elems * sizeof(float)));
+  w.part_o = reinterpret_cast<T*>(take(s.o_elems * sizeof(T)));
+  w.part_l = reinterpret_cast<float*>(take(s.l_elems * sizeof(float)));
+  return w;
+}
+
+// A K/V block inside a slot: the K of the source rank's two chunks, then their V, each
+// [B, Hkv, L, D] with that chunk's own length L, packed one after the other.
+template <class T>
+struct KvBlock {
+  T* k[2];
+  T* v[2];
+};
+
+template <class T>
+KvBlock<T> block_in(T* slot, const course::AttentionParams& p, int src, int ranks, bool zigzag) {
+  const int64_t token = int64_t(p.batch) * p.heads_kv * p.head_dim;  // elements per token of a chunk
+  const int64_t l0 = ring_chunk_len(ring_chunk(src, 0, ranks, zigzag), p.seq_k, ranks);
+  const int64_t l1 = ring_chunk_len(ring_chunk(src, 1, ranks, zigzag), p.seq_k, ranks);
+  return {{slot, slot + l0 * token}, {slot + (l0 + l1) * token, slot + (2 * l0 + l1) * token}};
+}
+
+// Enqueues the merge of the partial in `w` into the running state of query half qh.
+template <class T>
+void merge_partial(const Workspace<T>& w, int qh, int64_t rows, int head_dim, cudaStream_t stream) {
+  if (rows == 0) return;
+  const int rows_per_block = kMergeThreads / head_dim;
+  const int blocks = int((rows + rows_per_block - 1) / rows_per_block);
+  if (head_dim == 64)
+    ring_merge_kernel<T, 64><<<blocks, kMergeThreads, 0, stream>>>(w.o_run[qh], w.l_run[qh], w.part_o, w.part_l, rows);
+  else
+    ring_merge_kernel<T, 128><<<blocks, kMergeThreads, 0, stream>>>(w.o_run[qh], w.l_run[qh], w.part_o, w.part_l, rows);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void check_args(const RingBuffers<T>& b, const course::AttentionParams& p, const RingComm& ring, const char* fn) {
+  if (ring.aborted())
+    throw std::runtime_error(std::string(fn) +
+                             ": the ring was aborted by an earlier timeout or NCCL error; create a new RingComm");
+  const int R = ring.size();
+  course::require(int(b.rank.size()) == R, fn, "buffers",
+                  "must hold one entry per rank of the ring (got " + std::to_string(b.rank.size()) + ", the ring has " +
+                      std::to_string(R) + ")");
+  for (int r = 0; r < R; ++r) {
+    for (int h = 0; h < 2; ++h) {
+      const std::string at = " (rank " + std::to_string(r) + ", half " + std::to_string(h) + ")";
+      const void* ptrs[4] = {b.rank[r].q[h], b.rank[r].k[h], b.rank[r].v[h], b.rank[r].o[h]};
+      const char* names[4] = {"q", "k", "v", "o"};
+      for (int i = 0; i < 4; ++i) {
+        course::require(ptrs[i] != nullptr, fn, names[i], "must not be null" + at);
+        course::require(reinterpret_cast<uintptr_t>(ptrs[i]) % 16 == 0, fn, names[i], "must be 16-byte aligned" + at);
+      }
+    }
+    course::require(b.rank[r].workspace != nullptr, fn, "workspace",
+                    "must not be null (rank " + std::to_string(r) + ")");
+    course::require(reinterpret_cast<uintptr_t>(b.rank[r].workspace) % 256 == 0, fn, "workspace",
+                    "must be 256-byte aligned (rank " + std::to_string(r) + ")");
+  }
+  course::require(p.seq_k == p.seq_q, fn, "seq_k",
+                  "must equal seq_q: one sequence attends to itself (got seq_q=" + std::to_string(p.seq_q) +
+                      ", seq_k=" + std::to_string(p.seq_k) + ")");
+  course::require(p.seq_q >= 2 * R, fn, "seq_q",
+                  "must be at least 2R = " + std::to_string(2 * R) + " so that no chunk is empty (got " +
+                      std::to_string(p.seq_q) + ")");
+  // The shared dense checks (batch, heads, GQA) on rank 0's first chunk, already checked above.
+  course::require_attention_tensors(b.rank[0].q[0], b.rank[0].k[0], b.rank[0].v[0], b.rank[0].o[0], p, fn);
+  course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
+                  "must be 64 or 128, exercise 05's kernel (got " + std::to_string(p.head_dim) + ")");
+  course::require(p.window == -1, fn, "window", "must be -1 (no sliding window)");
+}
+
+template <class T>
+void ring_attention_impl(const RingBuffers<T>& b, const course::AttentionParams& p, RingComm& ring, bool zigzag) {
+  const char* fn = "ring_attention";
+  check_args(b, p, ring, fn);
+  const int R = ring.size(), N = p.seq_q, D = p.head_dim;
+  const Sizes sz = sizes_of(p, R);
+  const int64_t bh = int64_t(p.batch) * p.heads_q;  // query rows per token of a chunk
+  std::vector<Workspace<T>> ws;
+  for (int r = 0; r < R; ++r) ws.push_back(workspace_of<T>(b.rank[r].workspace, sz));
+
+  // Start: every row has seen nothing yet; each rank's own K/V block goes into its slot 0 (on
+  // the comm stream, which sends it on at step 0), and kv_ready says when it is there. The copy
+  // first waits for kv_free: a previous call's last step may still be reading slot 0.
+  for (int r = 0; r < R; ++r) {
+    CUDA_CHECK(cudaSetDevice(ring.device(r)));
+    CUDA_CHECK(cudaStreamWaitEvent(ring.comm_stream(r), ring.kv_free(r), 0));
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows = bh * ring_chunk_len(ring_chunk(r, h, R, zigzag), N, R);
+      ring_init_kernel<<<grid_for(rows * D, 256), 256, 0, ring.compute_stream(r)>>>(ws[r].o_run[h], ws[r].l_run[h],
+                                                                                    rows, D);
+      CUDA_CHECK_LAUNCH();
+    }
+    const KvBlock<T> own = block_in(ws[r].slot[0], p, r, R, zigzag);
+    for (int h = 0; h < 2; ++h) {
+      const size_t bytes =
+          size_t(p.batch) * p.heads_kv * ring_chunk_len(ring_chunk(r, h, R, zigzag), N, R) * D * sizeof(T);
+      CUDA_CHECK(cudaMemcpyAsync(own.k[h], b.rank[r].k[h], bytes, cudaMemcpyDeviceToDevice, ring.comm_stream(r)));
+      CUDA_CHECK(cudaMemcpyAsync(own.v[h], b.rank[r].v[h], bytes, cudaMemcpyDeviceToDevice, ring.comm_stream(r)));
+    }
+    CUDA_CHECK(cudaEventRecord(ring.kv_ready(r, 0), ring.comm_stream(r)));
+  }
+
+  for (int s = 0; s < R; ++s) {
+    const int hold = s % 2, next = (s + 1) % 2;  // the slot read this step, the slot receiving
+    // ---- communication of step s: the block in hand moves one rank on (none after the last step)
+    if (s + 1 < R) {
+      // snippet-begin: exchange
+      for (int r = 0; r < R; ++r) {
+        CUDA_CHECK(cudaSetDevice(ring.device(r)));
+        // The slot about to receive was read by the compute of step s − 1.
+        if (s > 0) CUDA_CHECK(cudaStreamWaitEvent(ring.comm_stream(r), ring.kv_free(r), 0));
+      }
+      ring.check(ncclGroupStart(), "ncclGroupStart");
+      for (int r = 0; r < R; ++r) {
+        ring.check(ncclSend(ws[r].slot[hold], sz.slot_elems, nccl_type_of<T>(), (r + 1) % R, ring.comm(r),
+                            ring.comm_stream(r)),
+                   "ncclSend");
+        ring.check(ncclRecv(ws[r].slot[next], sz.slot_elems, nccl_type_of<T>(), (r + R - 1) % R, ring.comm(r),
+                            ring.comm_stream(r)),
+                   "ncclRecv");
+      }
+      ring.check(ncclGroupEnd(), "ncclGroupEnd");
+      ring.wait_enqueued("step " + std::to_string(s));  // only now are the receives on the streams
+      for (int r = 0; r < R; ++r) {
+        CUDA_CHECK(cudaSetDevice(ring.device(r)));
+        CUDA_CHECK(cudaEventRecord(ring.kv_ready(r, next), ring.comm_stream(r)));  // the block of step s + 1
+      }
+      // snippet-end: exchange
+    }
+    // ---- compute of step s on the block in hand
+    for (int r = 0; r < R; ++r) {
+      CUDA_CHECK(cudaSetDevice(ring.device(r)));
+      const cudaStream_t st = ring.compute_stream(r);
+      const int src = ring_source(r, s, R);
+      const KvBlock<T> kv = block_in(ws[r].slot[hold], p, src, R, zigzag);
+      // snippet-begin: step
+      CUDA_CHECK(cudaStreamWaitEvent(st, ring.kv_ready(r, hold), 0));  // the block of step s has landed
+      for (int qh = 0; qh < 2; ++qh) {
+        for (int kh = 0; kh < 2; ++kh) {
+          const int qc = ring_chunk(r, qh, R, zigzag), kc = ring_chunk(src, kh, R, zigzag);
+          const RingPairKind kind = ring_pair_kind(qc, kc, p.causal);
+          if (kind == kRingSkip) continue;
+          course::AttentionParams local = p;  // this pair alone: a chunk of queries, a chunk of keys
+          local.seq_q = ring_chunk_len(qc, N, R);
+          local.seq_k = ring_chunk_len(kc, N, R);
+          local.causal = kind == kRingDiagonal;
+          flash_attention_mma(b.rank[r].q[qh], kv.k[kh], kv.v[kh], ws[r].part_o, ws[r].part_l, local, st);
+          merge_partial(ws[r], qh, bh * local.seq_q, D, st);
+        }
+      }
+      CUDA_CHECK(cudaEventRecord(ring.kv_free(r), st));  // slot `hold` may be overwritten now
+      // snippet-end: step
+    }
+  }
+
+  // The output: each query chunk's running O, rounded once.
+  for (int r = 0; r < R; ++r) {
+    CUDA_CHECK(cudaSetDevice(ring.device(r)));
+    for (int h = 0; h < 2; ++h) {
+      const int64_t n = bh * ring_chunk_len(ring_chunk(r, h, R, zigzag), N, R) * D;
+      ring_output_kernel<T><<<grid_for(n, 256), 256, 0, ring.compute_stream(r)>>>(ws[r].o_run[h], b.rank[r].o[h], n);
+      CUDA_CHECK_LAUNCH();
+    }
+  }
+}
+
+}  // namespace
+
+size_t ring_attention_workspace_bytes(const course::AttentionParams& p, int ranks) {
+  const Sizes s = sizes_of(p, ranks);
+  const size_t t = 2;  // both 16-bit types
+  return 2 * aligned(s.slot_elems * t) + 2 * aligned(s.o_elems * sizeof(float)) +
+         2 * aligned(s.l_elems * sizeof(float)) + aligned(s.o_elems * t) + aligned(s.l_elems * sizeof(float));
+}
+
+void ring_attention(const RingBuffers<__half>& b, const course::AttentionParams& p, RingComm& ring, bool zigzag) {
+  ring_attention_impl(b, p, ring, zigzag);
+}
+
+void ring_attention(const RingBuffers<__nv_bfloat16>& b, const course::AttentionParams& p, RingComm& ring,
+                    bool zigzag) {
+  ring_attention_impl(b, p, ring, zigzag);
+}
