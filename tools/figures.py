@@ -1696,10 +1696,289 @@ def fig_streams_timeline():
 
 
 # =============================================================================================
+# ring_schedule and zigzag_split: ring attention over R ranks (day 10 · 12)
+# =============================================================================================
+# One colour per rank (R = 4): teal, yellow, pink, lavender.
+RANK_COL = [TEAL, STAT, PINK, ("#e3dcf5", "#4527a0")]
+
+
+def ring_chunk(rank, half, ranks, zigzag=True):
+    """solutions/day10-optimizations/12_ring_attention.cu, ring_chunk: the chunk (of 2R) that rank
+    holds as its half 0 or 1; zigzag r and 2R − 1 − r, naive 2r and 2r + 1."""
+    if zigzag:
+        return rank if half == 0 else 2 * ranks - 1 - rank
+    return 2 * rank + half
+
+
+def ring_chunks(r, ranks, zigzag=True):
+    return (ring_chunk(r, 0, ranks, zigzag), ring_chunk(r, 1, ranks, zigzag))
+
+
+def ring_source(rank, step, ranks):
+    """12_ring_attention.cu, ring_source: the rank whose K/V block rank holds at step:
+    (rank − step) mod ranks, received from rank − 1."""
+    return ((rank - step) % ranks + ranks) % ranks
+
+
+def ring_pair_kind(q_chunk, k_chunk, causal=True):
+    """12_ring_attention.cu, ring_pair_kind: 'full' (not causal, or the key chunk before the
+    query chunk: the kernel without a mask), 'diag' (the same chunk: the causal call, Nq = Nk)
+    or 'skip' (causal, the key chunk after the query chunk)."""
+    if not causal or k_chunk < q_chunk:
+        return "full"
+    return "diag" if k_chunk == q_chunk else "skip"
+
+
+def ring_work(r, s, ranks, zigzag=True):
+    """Causal work of rank r at step s in full pairs (a diagonal pair is half a pair)."""
+    w = {"skip": 0.0, "full": 1.0, "diag": 0.5}
+    return sum(w[ring_pair_kind(qc, kc)] for qc in ring_chunks(r, ranks, zigzag)
+               for kc in ring_chunks(ring_source(r, s, ranks), ranks, zigzag))
+
+
+def _check_ring(ranks):
+    for zigzag in (True, False):
+        owners = sorted(c for r in range(ranks) for c in ring_chunks(r, ranks, zigzag))
+        assert owners == list(range(2 * ranks))  # every chunk on exactly one rank
+    for r in range(ranks):
+        # over R steps every rank holds every rank's K/V once; step s + 1's is what r − 1 held at step s
+        assert sorted(ring_source(r, s, ranks) for s in range(ranks)) == list(range(ranks))
+        for s in range(ranks - 1):
+            assert ring_source(r, s + 1, ranks) == ring_source((r - 1) % ranks, s, ranks)
+        # zigzag: 2 blocks of work at every step; naive: 2, then 4 or nothing
+        assert all(ring_work(r, s, ranks) == 2.0 for s in range(ranks))
+        assert ring_work(r, 0, ranks, False) == 2.0
+        assert all(ring_work(r, s, ranks, False) == (4.0 if s <= r else 0.0) for s in range(1, ranks))
+    # the pair kind is the token-level causal mask of the two chunks (chunk c = [⌊cN/2R⌋, ⌊(c+1)N/2R⌋))
+    n = 2 * ranks * 3 + 1
+    start = lambda c: c * n // (2 * ranks)
+    for qc in range(2 * ranks):
+        for kc in range(2 * ranks):
+            seen = [j <= i for i in range(start(qc), start(qc + 1)) for j in range(start(kc), start(kc + 1))]
+            want = "full" if all(seen) and kc != qc else ("skip" if not any(seen) else "diag")
+            assert ring_pair_kind(qc, kc) == want
+    # every (query chunk, key chunk) pair of the causal triangle is computed exactly once
+    total = sum(ring_work(r, s, ranks, z) for r in range(ranks) for s in range(ranks) for z in (True,))
+    assert total == (2 * ranks) ** 2 / 2
+
+
+T_FULL, T_DIAG, T_MERGE, T_XFER, T_COPY = 1.4, 0.7, 0.25, 2.2, 0.4  # schematic durations
+
+
+def ring_timeline(r, ranks, zigzag=True):
+    """Rank r's two streams as 12_ring_attention.cu enqueues them. Comm stream: the copy of the
+    rank's own block into slot 0 (then kv_ready(r, 0)), and at step s < R − 1 the transfer (send
+    slot s % 2 to r + 1, receive slot (s + 1) % 2 from r − 1), which for s > 0 first waits for
+    kv_free of step s − 1 (recorded after its last merge); kv_ready(r, (s + 1) % 2) is recorded
+    after it. Compute stream: step s waits for kv_ready(r, s % 2), then per pair that is not
+    skipped (order: query half, key half)
+    the attention call and its merge; then kv_free. Returns (pairs, xfers): pairs = [(s, kind,
+    t0, t1, t_merge_end)], xfers = {s: (t0, t1)} for the transfer that delivers step s's block."""
+    pairs, xfers = [], {}
+    copy_end = T_COPY
+    ready = {0: copy_end}
+    free_at = {}
+    comm_free, comp_free = copy_end, 0.0
+    for s in range(ranks):
+        if s + 1 < ranks:
+            t0 = max(comm_free, free_at[s - 1] if s > 0 else 0.0)
+            xfers[s + 1] = (t0, t0 + T_XFER)
+            comm_free = ready[s + 1] = t0 + T_XFER
+        t = max(comp_free, ready[s])
+        src = ring_source(r, s, ranks)
+        for qc in ring_chunks(r, ranks, zigzag):
+            for kc in ring_chunks(src, ranks, zigzag):
+                kind = ring_pair_kind(qc, kc)
+                if kind == "skip":
+                    continue
+                t1 = t + (T_FULL if kind == "full" else T_DIAG)
+                pairs.append((s, kind, t, t1, t1 + T_MERGE))
+                t = t1 + T_MERGE
+        comp_free = free_at[s] = t
+    return pairs, xfers
+
+
+def fig_ring_schedule():
+    ranks = 4
+    _check_ring(ranks)
+    pairs, xfer = ring_timeline(1, ranks)
+    per_step = [sum(e[3] - e[2] for e in pairs if e[0] == st) for st in range(ranks)]
+    assert all(abs(w - per_step[0]) < 1e-9 for w in per_step)  # zigzag: the same work every step
+    t_end = max(e[4] for e in pairs)
+    assert abs(t_end - (T_COPY + sum(per_step) + T_MERGE * len(pairs))) < 1e-9  # hidden: compute back to back
+    assert len(xfer) == ranks - 1                      # R − 1 transfers: nothing is sent after the last step
+    svg = Svg(1000, 670, "Ring attention: R = 4 ranks pass their K/V chunks around a ring while each computes "
+                         "attention of its own queries",
+              "Four GPUs in a ring. Each rank keeps its query chunks and, at step s, holds the K/V chunks of rank "
+              "(r - s) mod 4: its own at step 0, then those of r - 1, r - 2, r - 3. Meanwhile it sends the K/V it "
+              "holds to rank r + 1 and receives the next from r - 1, so after 4 steps every rank has seen every "
+              "rank's keys. Below, one rank's two streams: the compute stream runs each pair on slot s % 2 and merges "
+              "the partial result; the communication stream receives the next step's K/V into the other slot. "
+              "Events order them: a step waits for its K/V to land (kv_ready), a transfer waits until the slot it "
+              "overwrites is no longer read.")
+    heading(svg, "The ring schedule: queries stay, K/V chunks travel one rank per step",
+            "R = 4 ranks, zigzag chunks (rank r holds chunks r and 2R − 1 − r); at step s rank r holds the K/V of "
+            "rank (r − s) mod R")
+    # -- the ring -----------------------------------------------------------------------------
+    cx, cy, rad, nr = 135, 230, 78, 27
+    ang = [-90 + 90 * r for r in range(ranks)]
+    pos = [(cx + rad * math.cos(math.radians(a)), cy + rad * math.sin(math.radians(a))) for a in ang]
+    for r in range(ranks):
+        a0, a1 = math.radians(ang[r] + 24), math.radians(ang[r] + 90 - 24)
+        ro = rad
+        svg.path("M%s,%s A%s,%s 0 0 1 %s,%s" % (num(cx + ro * math.cos(a0)), num(cy + ro * math.sin(a0)),
+                                                num(ro), num(ro),
+                                                num(cx + ro * math.cos(a1)), num(cy + ro * math.sin(a1))),
+                 TEXT, 1.6, arrow=True)
+    for r, (x, y) in enumerate(pos):
+        svg.circle(x, y, nr, RANK_COL[r][0], RANK_COL[r][1], 1.6)
+        svg.text(x, y - 2, "GPU %d" % r, 12, "middle", weight="bold")
+        svg.text(x, y + 13, "rank %d" % r, 11, "middle", fill=MUTED)
+    svg.text(cx, cy - 4, "send K/V", 12, "middle", fill=MUTED)
+    svg.text(cx, cy + 12, "to r + 1", 12, "middle", fill=MUTED)
+    svg.text(cx, cy + rad + nr + 26, "ncclSend to r + 1, ncclRecv from r − 1,", 12, "middle", fill=MUTED)
+    svg.text(cx, cy + rad + nr + 42, "one group per step, all ranks at once", 12, "middle", fill=MUTED)
+    # -- who holds what -----------------------------------------------------------------------
+    gx, gy, cw, gap, rh, rgap = 395, 104, 122, 26, 50, 16
+    pitch, rpitch = cw + gap, rh + rgap
+    for s in range(ranks):
+        svg.text(gx + s * pitch + cw / 2, gy - 12, "step %d" % s, 13, "middle", weight="bold")
+    for r in range(ranks):
+        y = gy + r * rpitch
+        q = ring_chunks(r, ranks)
+        svg.text(gx - 14, y + 20, "rank %d" % r, 13, "end", weight="bold", fill=RANK_COL[r][1])
+        svg.text(gx - 14, y + 38, "Q: chunks %d, %d" % q, 12, "end", fill=MUTED)
+        for s in range(ranks):
+            j = ring_source(r, s, ranks)
+            x = gx + s * pitch
+            svg.rect(x, y, cw, rh, RANK_COL[j][0], RANK_COL[j][1], 1.2, 3)
+            svg.text(x + cw / 2, y + 20, "K/V of rank %d" % j, 13, "middle")
+            svg.text(x + cw / 2, y + 38, "chunks %d, %d · slot %d" % (ring_chunks(j, ranks) + (s % 2,)), 11,
+                     "middle", fill=MUTED)
+    for s in range(ranks - 1):
+        for r in range(ranks):
+            x1 = gx + s * pitch + cw + 2
+            y1 = gy + r * rpitch + rh / 2 + 8
+            if r + 1 < ranks:
+                svg.line(x1, y1, x1 + gap - 4, y1 + rpitch - 16, TEXT, 1.1, arrow=True)
+            else:  # rank R − 1 sends to rank 0: out at the bottom, in at the top
+                svg.line(x1, y1, x1 + 8, gy + ranks * rpitch - rgap + 10, TEXT, 1.1, dash="3 2")
+                svg.line(x1 + gap - 12, gy - 6, x1 + gap - 4, gy + 6, TEXT, 1.1, dash="3 2", arrow=True)
+    gb = gy + ranks * rpitch - rgap
+    svg.text(gx + ranks * pitch - gap, gb + 24, "dashed: rank 3 → rank 0 (the ring closes)", 12, "end", fill=MUTED)
+    # -- one rank's two streams ---------------------------------------------------------------
+    ty = 420
+    svg.text(24, ty, "Rank 1's two streams (double buffering: step s reads slot s % 2, the transfer fills the "
+                     "other)", 14, weight="bold")
+    x0, scale = 200, 53
+    lane_c, lane_x, bh = ty + 38, ty + 98, 30
+    svg.text(x0 - 12, lane_c + 20, "compute stream", 13, "end")
+    svg.text(x0 - 12, lane_x + 14, "comm stream", 13, "end")
+    svg.text(x0 - 12, lane_x + 30, "(NCCL)", 12, "end", fill=MUTED)
+    starts = {}
+    for st, kind, t0, t1, t2 in pairs:
+        _bar(svg, x0, lane_c, scale, t0, t1, V, kind, bh, 11)
+        _bar(svg, x0, lane_c, scale, t1, t2, O, "", bh)
+        starts.setdefault(st, t0)
+    ends = {st: max(e[4] for e in pairs if e[0] == st) for st in range(ranks)}
+    for st in range(ranks):
+        brace_h(svg, x0 + starts[st] * scale + 2, x0 + ends[st] * scale - 2, lane_c - 4,
+                "step %d · slot %d" % (st, st % 2), 12, down=False)
+    _bar(svg, x0, lane_x, scale, 0, T_COPY, K, "", bh)
+    svg.text(x0 + T_COPY * scale / 2, lane_x + bh + 14, "own → slot 0", 11, "start", fill=MUTED)
+    for st, (t0, t1) in sorted(xfer.items()):
+        _bar(svg, x0, lane_x, scale, t0, t1, K, "K/V %d → slot %d" % (st, st % 2), bh, 12)
+    # the events: kv_ready (a block has landed → its step) and kv_free (step s − 1 done → transfer s + 1)
+    svg.line(x0 + T_COPY * scale, lane_x - 1, x0 + starts[0] * scale + 1, lane_c + bh + 2, HI, 1.2, dash="3 2")
+    for st, (t0, t1) in sorted(xfer.items()):
+        svg.line(x0 + t1 * scale, lane_x - 1, x0 + starts[st] * scale - 1, lane_c + bh + 2, HI, 1.2, dash="3 2",
+                 arrow=True)
+        if st >= 2:
+            svg.line(x0 + ends[st - 2] * scale, lane_c + bh + 1, x0 + t0 * scale + 1, lane_x - 2, TEXT, 1.2,
+                     dash="3 2", arrow=True)
+    _time_axis(svg, x0, lane_x + bh + 24, scale, t_end)
+    svg.line(x0 + t_end * scale, lane_c - 6, x0 + t_end * scale, lane_x + bh + 24, HI, 1.4, dash="4 3")
+    ly = lane_x + bh + 56
+    svg.legend(24, ly, [(V, "exercise 05 on one pair (full or diagonal)"), (O, "merge into fp32 (O, L)"),
+                        (K, "K/V s: receive step s's block from r − 1, send to r + 1")], 12, 18)
+    svg.line(24, ly + 22, 50, ly + 22, HI, 1.2, dash="3 2", arrow=True)
+    svg.text(56, ly + 26, "kv_ready: the block has landed", 12)
+    svg.line(270, ly + 22, 296, ly + 22, TEXT, 1.2, dash="3 2", arrow=True)
+    svg.text(302, ly + 26, "kv_free: the slot the transfer overwrites is no longer read", 12)
+    svg.text(24, ly + 50, "Each step: two pairs' worth of work (step 0: diagonal, full, diagonal). The transfers are"
+                          " shorter than a step and hide; nothing is sent after the last step.", 12, fill=MUTED)
+    return svg
+
+
+def fig_zigzag_split():
+    ranks = 4
+    _check_ring(ranks)
+    n_chunks = 2 * ranks
+    owner = {z: {c: r for r in range(ranks) for c in ring_chunks(r, ranks, z)} for z in (False, True)}
+    work = {z: [sum(ring_work(r, s, ranks, z) for s in range(ranks)) for r in range(ranks)] for z in (False, True)}
+    assert work[False] == [2.0, 6.0, 10.0, 14.0] and work[True] == [8.0] * ranks
+    svg = Svg(1000, 720, "Zigzag: N cut into 2R chunks; naive and zigzag assignment to R = 4 ranks, and the causal "
+                         "work each rank does",
+              "The sequence is cut into 8 chunks. Naive: rank r holds chunks 2r and 2r + 1, so rank 0 holds the "
+              "first quarter and rank 3 the last. Zigzag: rank r holds chunks r and 7 - r, one early and one late. "
+              "Under the causal mask a query chunk computes a full block with every earlier key chunk and half a "
+              "block (the diagonal) with its own. Coloured by the rank that owns the query chunk, the triangle "
+              "gives rank r of the naive split 4r + 2 blocks (2, 6, 10, 14) and every rank of the zigzag split 8.")
+    heading(svg, "Zigzag: one early and one late chunk per rank balances the causal triangle",
+            "2R chunks (chunk c = tokens [⌊c·N/2R⌋, ⌊(c + 1)·N/2R⌋)), R = 4; a pair = (query chunk, key chunk)")
+    # -- the sequence, cut two ways -----------------------------------------------------------
+    x0, cwid = 190, 92
+    for k, (z, title, y) in enumerate(((False, "naive: 2r, 2r + 1", 86), (True, "zigzag: r, 2R − 1 − r", 142))):
+        svg.text(x0 - 14, y + 25, title, 13, "end", weight="bold")
+        for c in range(n_chunks):
+            r = owner[z][c]
+            svg.rect(x0 + c * cwid, y, cwid, 40, RANK_COL[r][0], RANK_COL[r][1], 1.2)
+            svg.text(x0 + c * cwid + cwid / 2, y + 17, "chunk %d" % c, 12, "middle", weight="bold")
+            svg.text(x0 + c * cwid + cwid / 2, y + 33, "rank %d" % r, 11, "middle", fill=MUTED)
+    svg.line(x0, 212, x0 + n_chunks * cwid + 12, 212, MUTED, 1, arrow=True)
+    svg.text(x0 + n_chunks * cwid + 16, 216, "token", 11, fill=MUTED)
+    svg.text(x0, 230, "0", 11, "middle", fill=MUTED)
+    svg.text(x0 + n_chunks * cwid, 230, "N", 11, "middle", fill=MUTED)
+    # -- the causal triangle of blocks, coloured by the query chunk's rank ----------------------
+    cs, ty = 34, 290
+    for k, (z, title, gx) in enumerate(((False, "naive", 110), (True, "zigzag", 590))):
+        svg.text(gx + n_chunks * cs / 2, ty - 34, "%s: pairs by computing rank" % title, 14, "middle",
+                 weight="bold")
+        for qc in range(n_chunks):
+            r = owner[z][qc]
+            for kc in range(n_chunks):
+                x, y = gx + kc * cs, ty + qc * cs
+                kind = ring_pair_kind(qc, kc)
+                if kind == "full":
+                    svg.rect(x, y, cs, cs, RANK_COL[r][0])
+                elif kind == "diag":
+                    svg.poly([(x, y), (x + cs, y + cs), (x, y + cs)], RANK_COL[r][0])
+            svg.text(gx - 8, ty + qc * cs + cs / 2 + 5, "q %d" % qc, 12, "end", fill=RANK_COL[r][1], weight="bold")
+        for kc in range(n_chunks):
+            svg.text(gx + kc * cs + cs / 2, ty - 8, "%d" % kc, 12, "middle", fill=MUTED)
+        grid_lines(svg, gx, ty, cs, cs, n_chunks, n_chunks)
+        svg.line(gx, ty, gx + n_chunks * cs, ty + n_chunks * cs, TEXT, 1, dash="4 3")
+        svg.text(gx - 8, ty - 8, "k →", 12, "end", fill=MUTED)
+        # per-rank totals as bars
+        by, unit = ty + n_chunks * cs + 32, 12
+        svg.text(gx - 8, by - 10, "pairs per rank (diagonal = ½):", 12, fill=MUTED)
+        for r in range(ranks):
+            y = by + r * 22
+            full = sum(1 for qc in ring_chunks(r, ranks, z) for kc in range(n_chunks) if kc < qc)
+            assert full + 1 == work[z][r]  # two diagonal halves
+            svg.text(gx + 40, y + 13, "rank %d" % r, 12, "end", fill=RANK_COL[r][1], weight="bold")
+            svg.rect(gx + 48, y + 1, work[z][r] * unit, 16, RANK_COL[r][0], RANK_COL[r][1], 1.1)
+            svg.text(gx + 56 + work[z][r] * unit, y + 14, "%d + 2 × ½ = %d" % (full, work[z][r]), 12)
+    svg.text(24, 700, "Q stays on its rank, so the rank that owns query chunk q computes row q. The slowest rank sets "
+                      "the time: 14 pair-times naive, 8 zigzag (32 / 4).", 12, fill=MUTED)
+    return svg
+
+
+# =============================================================================================
 FIGURES = ["flash_tiling", "online_softmax_example", "paged_block_table", "gqa_grouping", "split_kv_merge",
            "mma_m16n8k16_fragment", "wgmma_accumulator", "swizzle_128b", "mbarrier_ring", "timeline_overlap",
            "timeline_pingpong", "backward_two_sides", "sliding_window_band", "block_sparse_layout",
-           "rope_rotation", "streams_timeline"]
+           "rope_rotation", "streams_timeline", "ring_schedule", "zigzag_split"]
 
 
 def generate(name):
