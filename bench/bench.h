@@ -72,7 +72,9 @@ struct TimingConfig {
 struct Measurement {
   double median_ms = 0.0;
   double min_ms = 0.0;
-  int reps = 0;
+  int reps = 0;                            // 0: the family chose not to time this row; `note` says why
+  std::string note;                        // what to know about the number (goes into the row's note)
+  std::map<std::string, std::string> csv;  // measured columns of bench.csv a family adds ("speedup", ...)
 };
 
 struct Roofs {

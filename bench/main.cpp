@@ -207,8 +207,9 @@ RunOutcome run_timed(const Kernel& k, const Shape& s, cudaStream_t st, const Tim
   }
   try {
     out.m = k.time(s, st, cfg, fl);
-    out.timed = true;
-    if (out.m.reps < cfg.reps) out.note = "reps trimmed to " + std::to_string(out.m.reps);
+    out.timed = out.m.reps > 0;  // 0 reps: the family decided not to time it (its note says why)
+    if (out.timed && out.m.reps < cfg.reps) out.note = "reps trimmed to " + std::to_string(out.m.reps);
+    if (!out.m.note.empty()) out.note = out.m.note + (out.note.empty() ? "" : "; " + out.note);
   } catch (const std::invalid_argument& e) {
     out.note = std::string("unsupported: ") + e.what();
   } catch (const std::exception& e) {

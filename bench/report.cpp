@@ -119,6 +119,11 @@ void write_csv(const std::string& path, const std::vector<Result>& rs, const Run
   for (const auto& r : rs)
     for (const auto& kv : r.shape.csv)
       if (std::find(cols.begin(), cols.end(), kv.first) == cols.end()) cols.push_back(kv.first);
+  // Measured columns a family adds (Measurement::csv, e.g. the ring family's speed-up), after
+  // the shape columns and before the common metrics.
+  for (const auto& r : rs)
+    for (const auto& kv : r.m.csv)
+      if (std::find(cols.begin(), cols.end(), kv.first) == cols.end()) cols.push_back(kv.first);
   for (const char* c : {"check", "rel_l2", "median_ms", "min_ms", "reps", "flops", "bytes", "tflops", "gbs",
                         "pct_sgemm", "pct_hgemm", "pct_copy", "device", "note"})
     cols.push_back(c);
@@ -160,6 +165,7 @@ void write_csv(const std::string& path, const std::vector<Result>& rs, const Run
                                               {"bytes", num(shape_bytes(s))},
                                               {"note", r.note}};
     for (const auto& kv : s.csv) row[kv.first] = kv.second;
+    for (const auto& kv : r.m.csv) row[kv.first] = kv.second;
     if (r.timed) {
       const Metrics x = metrics(r, info);
       row["median_ms"] = num(r.m.median_ms);
