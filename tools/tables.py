@@ -146,6 +146,8 @@ def source_line(src, meta, page):
     parts = [meta.get("gpu", "?"), f"driver {meta.get('driver', '?')}", f"CUDA {meta.get('cuda', '?')}"]
     if meta.get("pytorch", "none") != "none":
         parts += [f"PyTorch {meta['pytorch']}", f"cuDNN {meta.get('cudnn', '?')}"]
+    if "nccl" in meta:
+        parts.append(f"NCCL {meta['nccl']}")
     return f"<sub>{', '.join(parts)}; recorded {meta.get('date', '?')} ([{src}.csv]({link})).</sub>"
 
 
@@ -286,6 +288,15 @@ TABLES = {
                               ("overlapped", dict(launcher="flash_attention_wgmma_step(kOverlapped)"), "tflops", f0),
                               ("ping-pong", dict(launcher="flash_attention_wgmma"), "tflops", f0)],
                              note="TFLOP/s; ping-pong is what `flash_attention_wgmma` runs."),
+    "12_ring_attention": Table("ring attention, causal, fp16, B = 1, H = 16, D = 128: time on 1, 2 and 4 H100s",
+                               "h100x4-ring", dict(kernel="12_ring_attention"),
+                               [("N", col("seq_q")), ("split", col("split"))],
+                               [("1 GPU ms", dict(ranks="1"), "median_ms", f0), ("2 GPUs ms", dict(ranks="2"), "median_ms", f0),
+                                ("4 GPUs ms", dict(ranks="4"), "median_ms", f0),
+                                ("2 GPUs, % of ideal", dict(ranks="2"), "pct_ideal", pct),
+                                ("4 GPUs, % of ideal", dict(ranks="4"), "pct_ideal", pct)],
+                               note="% of ideal = speed-up over 1 GPU / number of GPUs; the naive split's rows use the "
+                                    "zigzag 1-GPU time (the same computation)."),
 }
 
 
@@ -368,6 +379,19 @@ TABLES.update({
                                        {"fp16", "bf16", "fp32"},
                                        [("ours", col("kernel")), ("shape", torch_shape), ("dtype", col("dtype"))]),
 })
+TABLES.update({
+    "perf_ring": Table("ring attention over NCCL", "h100x4-ring", dict(family="ring"),
+                       [("row", lambda r: r["shape"]), ("GPUs", col("ranks"))],
+                       [("ms", {"kernel": "12_ring_attention"}, "median_ms", ms),
+                        ("TFLOP/s (all GPUs)", {"kernel": "12_ring_attention"}, "tflops", f0),
+                        ("% of ideal", {"kernel": "12_ring_attention"}, "pct_ideal", pct),
+                        ("compute alone ms", {"kernel": "12_ring_attention"}, "compute_ms", ms),
+                        ("transfers alone ms", {"kernel": "12_ring_attention"}, "comm_ms", ms),
+                        ("work imbalance", {"kernel": "12_ring_attention"}, "imbalance", f2),
+                        ("NCCL send/recv GB/s", {"kernel": "roof_nccl"}, "gbs", f0)]),
+})
+
+
 # README's "What you will see": one line per stage, (label, CSV, row filter, column, format, remark).
 P4096 = dict(seq_q="4096", head_dim="64", causal="0", **MHA)
 P4096_128 = dict(seq_q="4096", head_dim="128", causal="0", **MHA)
