@@ -24,6 +24,7 @@
 #include "12_ring_attention.h"
 #include "check_attention_args.h"
 #include "cuda_check.h"
+#include "half_convert.cuh"
 
 // ---- index helpers (12_ring_attention.h) ------------------------------------------------------
 __host__ __device__ int ring_chunk_start(int c, int n, int ranks) {
@@ -89,16 +90,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   if (row < rows && d == 0) l_run[row] = l_new;
 }
 
-template <class T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
+using course::from_float;  // fp32 -> 16 bits, nearest even (common/half_convert.cuh)
 
 // The final output: the running O rounded to the 16-bit type.
 template <class T>

@@ -13,7 +13,7 @@ exercise runs on and fails on
 
 and prints the registers of every instantiation (mangled kernel names shortened to their
 template arguments), writing them to <build>/ptxas-registers.csv so that a change that moves
-them can be compared with the run before it was made.
+them can be compared across builds.
 
     python3 tools/ptxas_contract.py --nvcc /usr/local/cuda/bin/nvcc --out build/ptxas-registers.csv
 """

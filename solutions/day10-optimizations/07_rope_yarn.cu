@@ -23,6 +23,7 @@
 #include "check_args.h"
 #include "cp_async.cuh"
 #include "cuda_check.h"
+#include "half_convert.cuh"
 
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
@@ -103,18 +104,8 @@ struct RopeTable {
   float mscale;              // rope_yarn_mscale(p)
 };
 
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
+using course::from_float;  // fp32 -> 16 bits, nearest even (common/half_convert.cuh)
+using course::to_float;
 
 // Grid: one block per (token, chunk of its heads), x = token · chunks + chunk. The block's rows
 // are heads row0 .. row0 + rows − 1 of the token, counting the Hq query heads first and then the
