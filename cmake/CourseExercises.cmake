@@ -26,6 +26,9 @@
 #   course_exercise_options(<id> USES <other id>)   every implementation of <id> links the
 #     SOLUTION library of <other id> (libsol_<other id>): given code, e.g. the local kernel of a
 #     distributed exercise. Without that library the exercise is skipped with the reason.
+#   course_exercise_options(<id> CPU_ONLY)   host C++ only (a serving engine's bookkeeping): the
+#     .cu files are compiled as C++ by the host compiler, the test links the CPU main, and every
+#     entry (skeleton, solution, wrong variants) runs wherever the course builds, CI included.
 #   course_exercise_options(<id> NCCL)   needs NCCL (nccl.h, libnccl: NCCL_ROOT, the CUDA toolkit
 #     or the system); without it every test of the exercise is registered as Skipped.
 #   course_exercise_options(<id> GPU_COUNTS 2 4 MULTI_GPU_ONLY <bug> ...)   multi-GPU entries:
@@ -76,8 +79,9 @@ function(_course_archs_at_least min_sm out)
 endfunction()
 
 function(course_exercise_options id)
-  cmake_parse_arguments(ARG "NCCL" "MIN_SM;TIMEOUT;ARCH_SPECIFIC;USES" "GPU_COUNTS;MULTI_GPU_ONLY" ${ARGN})
+  cmake_parse_arguments(ARG "NCCL;CPU_ONLY" "MIN_SM;TIMEOUT;ARCH_SPECIFIC;USES" "GPU_COUNTS;MULTI_GPU_ONLY" ${ARGN})
   set_property(GLOBAL PROPERTY COURSE_NCCL_${id} ${ARG_NCCL})
+  set_property(GLOBAL PROPERTY COURSE_CPU_ONLY_${id} ${ARG_CPU_ONLY})
   set_property(GLOBAL PROPERTY COURSE_USES_${id} "${ARG_USES}")
   set_property(GLOBAL PROPERTY COURSE_GPU_COUNTS_${id} "${ARG_GPU_COUNTS}")
   set_property(GLOBAL PROPERTY COURSE_MULTI_GPU_ONLY_${id} "${ARG_MULTI_GPU_ONLY}")
@@ -161,6 +165,66 @@ function(_course_impl_library target source day_dir)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
 
+# A CPU_ONLY exercise: host C++ in .cu files (so every exercise has the same file layout), built
+# with or without a CUDA toolkit and run everywhere. Kinds and names as for a GPU exercise.
+function(_course_add_cpu_exercise day id skeleton solution test_src wrongs)
+  set(day_dir "${PROJECT_SOURCE_DIR}/${day}")
+  string(SUBSTRING "${day}" 0 5 day_label)
+  get_property(timeout GLOBAL PROPERTY COURSE_TIMEOUT_${id})
+  get_property(uses GLOBAL PROPERTY COURSE_USES_${id})
+  if(NOT timeout)
+    set(timeout ${COURSE_DEFAULT_TEST_TIMEOUT})
+  endif()
+  add_library(testobj_${id} OBJECT "${test_src}")
+  target_include_directories(testobj_${id} PRIVATE ${day_dir})
+  target_link_libraries(testobj_${id} PRIVATE course_common course_catch2)
+  set(impls "skeleton|${skeleton}|ex_${id}" "solution|${solution}|sol_${id}")
+  foreach(w IN LISTS wrongs)
+    get_filename_component(stem "${w}" NAME_WE)
+    set(applied "${CMAKE_BINARY_DIR}/wrong/${day}/${stem}.cu")
+    add_custom_command(
+      OUTPUT "${applied}"
+      COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/tools/apply_patch.py" "${w}" "${applied}"
+              --root "${PROJECT_SOURCE_DIR}"
+      DEPENDS "${w}" "${solution}" "${PROJECT_SOURCE_DIR}/tools/apply_patch.py"
+      COMMENT "Applying solutions/wrong/${day}/${stem}.patch"
+      VERBATIM)
+    list(APPEND impls "wrong|${applied}|wrong_${stem}")
+  endforeach()
+  foreach(entry IN LISTS impls)
+    string(REPLACE "|" ";" parts "${entry}")
+    list(GET parts 0 kind)
+    list(GET parts 1 src)
+    list(GET parts 2 exe)
+    set_source_files_properties("${src}" PROPERTIES LANGUAGE CXX)
+    add_library(lib${exe} STATIC "${src}")
+    target_include_directories(lib${exe} PUBLIC ${day_dir})
+    target_link_libraries(lib${exe} PUBLIC course_common)
+    set_target_properties(lib${exe} PROPERTIES POSITION_INDEPENDENT_CODE ON LINKER_LANGUAGE CXX)
+    if(uses)
+      target_link_libraries(lib${exe} PUBLIC libsol_${uses})
+    endif()
+    if(kind STREQUAL "skeleton")
+      target_compile_options(lib${exe} PRIVATE -Wno-unused-parameter)
+    endif()
+    add_executable(${exe} $<TARGET_OBJECTS:testobj_${id}>)
+    target_link_libraries(${exe} PRIVATE lib${exe} course_main_cpu course_common course_catch2)
+    set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${COURSE_BIN_DIR}")
+    if(kind STREQUAL "skeleton")
+      add_dependencies(course_exercises ${exe})
+      _course_add_test(${day_label}/${id}/exercise ${exe} exercise ${day_label} ${timeout} FALSE)
+      _course_add_test(${day_label}/${id}/skeleton_fails ${exe} skeleton ${day_label} ${timeout} TRUE)
+    elseif(kind STREQUAL "solution")
+      _course_add_test(${day_label}/${id}/solution ${exe} solution ${day_label} ${timeout} FALSE)
+    else()
+      string(REPLACE "wrong_${id}__" "" bug "${exe}")
+      _course_add_test(${day_label}/${id}/wrong/${bug} ${exe} wrong ${day_label} ${timeout} TRUE)
+    endif()
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY COURSE_EXERCISES "${id}")
+  set_property(GLOBAL PROPERTY COURSE_DAY_OF_${id} "${day}")
+endfunction()
+
 function(course_add_exercise day id)
   set(day_dir "${PROJECT_SOURCE_DIR}/${day}")
   string(SUBSTRING "${day}" 0 5 day_label)          # day01-basics -> day01
@@ -175,6 +239,11 @@ function(course_add_exercise day id)
     endif()
   endforeach()
 
+  get_property(cpu_only GLOBAL PROPERTY COURSE_CPU_ONLY_${id})
+  if(cpu_only)
+    _course_add_cpu_exercise(${day} ${id} "${skeleton}" "${solution}" "${test_src}" "${wrongs}")
+    return()
+  endif()
   get_property(min_sm GLOBAL PROPERTY COURSE_MIN_SM_${id})
   get_property(timeout GLOBAL PROPERTY COURSE_TIMEOUT_${id})
   get_property(arch_specific GLOBAL PROPERTY COURSE_ARCH_SPECIFIC_${id})
