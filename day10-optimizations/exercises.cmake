@@ -11,5 +11,7 @@ course_exercise_options(10_hopper_wgmma MIN_SM 90 ARCH_SPECIFIC 90a)
 # 12: ring attention. Exercise 05's solution is its local kernel (given code, linked into every
 # implementation); NCCL moves the K/V blocks between GPUs. One GPU runs a ring of 1; the entries
 # solution_2gpu / solution_4gpu (and each wrong variant's) run rings of 2 and 4 GPUs and are
-# Skipped where fewer exist. A send/recv order that deadlocks needs two ranks to show.
-course_exercise_options(12_ring_attention MIN_SM 80 USES 05_fp16_mma NCCL GPU_COUNTS 2 4)
+# Skipped where fewer exist. A send/recv order that deadlocks (recv_before_send) needs two ranks
+# to show: it has multi-GPU entries only.
+course_exercise_options(12_ring_attention MIN_SM 80 USES 05_fp16_mma NCCL GPU_COUNTS 2 4
+                        MULTI_GPU_ONLY recv_before_send)

@@ -10,9 +10,12 @@
 //                 causal skip and diagonal, the output conversion.
 //   [2gpu] [4gpu] hidden cases (Catch2's [.] tag): rings of 2 and 4 GPUs over NCCL. CTest runs them
 //                 as their own entries (…/solution_2gpu, …/solution_4gpu), which report Skipped
-//                 ("needs 2 GPUs, found 1") where fewer GPUs exist. A send/recv order that
-//                 deadlocks shows up there: RingComm's timeout aborts NCCL and throws, and the
-//                 case turns the exception into a failed assertion.
+//                 ("needs 2 GPUs, found 1") where fewer GPUs exist. Each runs in a CHILD process
+//                 (this binary again, COURSE_RING_CHILD=1) that the case waits for with a
+//                 deadline: a send/recv order that deadlocks either ends in RingComm's timeout
+//                 (an exception, a failed assertion in the child) or leaves NCCL's own abort
+//                 stuck, which nothing inside a process can end; the parent then kills the
+//                 child, and the deadline passing is the failed assertion.
 //
 // Tolerances (common/compare.h): Tolerance::fp16(), and for bf16 Tolerance::bf16_merged(), which
 // budgets the extra rounding of exercise 05's bf16 partial outputs before the merge. Comparing
@@ -27,10 +30,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "05_fp16_mma.h"
@@ -39,6 +45,13 @@
 #include "half_types.h"
 #include "mma_layout_check.h"
 #include "reference.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
 
 using course::AttentionParams;
 using course::DeviceBuffer;
@@ -263,6 +276,59 @@ std::unique_ptr<RingComm> make_ring(int ranks) {
   } catch (const std::exception& e) {
     FAIL_CHECK("could not create a ring of " << ranks << " GPUs: " << e.what());
     return nullptr;
+  }
+}
+
+// ---- multi-GPU cases in a child process ---------------------------------------------------
+bool in_ring_child() { return std::getenv("COURSE_RING_CHILD") != nullptr; }
+
+// Runs this binary again on the Catch2 tag `tag` (the case that called it) and waits for it at
+// most deadline_s seconds. The child gets the parent's environment without
+// COURSE_EXPECT_FAILURE, so its exit code is its plain verdict (0 pass, 1 an assertion failed,
+// 124 its own watchdog); the verdict becomes an assertion here. A crash is reported as an error
+// (exit 2), never as a correct rejection.
+void run_in_child(const std::string& tag, int ranks, double deadline_s) {
+  std::vector<char> self(4096, '\0');
+  const ssize_t len = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  REQUIRE(len > 0);
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "COURSE_EXPECT_FAILURE=", 22) != 0 && std::strncmp(*e, "COURSE_RING_CHILD=", 18) != 0)
+      env.push_back(*e);
+  env.push_back("COURSE_RING_CHILD=1");
+  std::vector<char*> envp, argv = {self.data(), const_cast<char*>(tag.c_str()), nullptr};
+  for (std::string& e : env) envp.push_back(&e[0]);
+  envp.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, self.data(), nullptr, nullptr, argv.data(), envp.data()) == 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  int status = 0;
+  bool done = false;
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    done = waitpid(pid, &status, WNOHANG) == pid;
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string what = "the ring of " + std::to_string(ranks) + " GPUs";
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL_CHECK(what << " did not finish within " << deadline_s
+                    << " s, so its process was killed: the GPUs wait on each other (a send/recv order "
+                       "that deadlocks: each rank's receive queued before the send its neighbour waits for)");
+    return;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 1) {
+    FAIL_CHECK(what << " failed its checks (the child's report is above)");
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 124) {
+    FAIL_CHECK(what << " hung until the child's watchdog ended it (its report is above)");
+  } else {
+    std::printf("ERROR: %s: the child process ended with %s %d, not a verdict\n", what.c_str(),
+                WIFEXITED(status) ? "exit code" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    std::fflush(stdout);
+    std::_Exit(2);
   }
 }
 
@@ -545,6 +611,7 @@ TEST_CASE("ring_attention rejects bad arguments before anything runs", "[day10][
 // Rings of 2 and 4 GPUs (hidden: `sol_12_ring_attention "[2gpu]"`, CTest …/solution_2gpu).
 
 TEST_CASE("ring_attention over 2 GPUs = one GPU = the fp64 reference", "[.][2gpu][day10][ring_attention]") {
+  if (!in_ring_child()) return run_in_child("[2gpu]", 2, 60.0);
   auto ring = make_ring(2);
   if (!ring) return;
   run_both(*ring, "ring2",
@@ -561,6 +628,7 @@ TEST_CASE("ring_attention over 2 GPUs = one GPU = the fp64 reference", "[.][2gpu
 }
 
 TEST_CASE("ring_attention over 4 GPUs = one GPU = the fp64 reference", "[.][4gpu][day10][ring_attention]") {
+  if (!in_ring_child()) return run_in_child("[4gpu]", 4, 60.0);
   auto ring = make_ring(4);
   if (!ring) return;
   run_both(*ring, "ring4",
