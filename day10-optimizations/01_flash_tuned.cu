@@ -22,14 +22,18 @@
 #include <cstdint>
 
 #include "01_flash_tuned.h"
+#include "arch/exp2.cuh"
 #include "check_attention_args.h"
-#include "cp_async.cuh"
+#include "arch/async_copy.cuh"
 #include "cuda_check.h"
 #include "smem_limit.h"
 
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
+using course::arch::copy16;
+using course::arch::cp_async_commit;
+using course::arch::cp_async_wait;
+using course::arch::kLog2e;
 
 // Tile shape, from the paper: BR query rows per block, BC keys per tile; the rest is derived.
 template <int D_, int BR_, int BC_, int RowsPerThread_>

@@ -29,8 +29,9 @@
 #include <string>
 
 #include "06_split_kv_decode.h"
+#include "arch/exp2.cuh"
 #include "check_args.h"
-#include "cp_async.cuh"
+#include "arch/async_copy.cuh"
 #include "cuda_check.h"
 
 // The tokens [begin, end) of one split (the header's contract). Pass 1 calls it on the device, the
@@ -43,6 +44,12 @@ __host__ __device__ SplitKvRange split_kv_split_range(int split, int split_len, 
 }
 
 namespace {
+
+using course::arch::copy16;
+using course::arch::cp_async_commit;
+using course::arch::cp_async_wait;
+using course::arch::exp2_ftz;
+using course::arch::kLog2e;
 
 constexpr int kWarps = 4;             // 128 threads per pass-1 block
 constexpr int kStages = 3;            // K/V tiles in shared memory: one being computed, two in flight
@@ -57,7 +64,6 @@ constexpr int min_blocks_per_sm(int heads_per_block) { return heads_per_block <=
 constexpr int kMinSplitTokens = 256;  // shorter splits cost more in partials and merging than they gain
 constexpr int kMaxSplits = 1024;
 constexpr int kMergeThreads = 1024;  // the merge block: head_dim × (up to 1024 / head_dim) split groups
-constexpr float kLog2e = 1.4426950408889634f;
 
 // Eight fp16 values of one K or V row (one 16-byte load) as fp32.
 __device__ void unpack8(const uint4& raw, float (&x)[8]) {
@@ -68,15 +74,6 @@ __device__ void unpack8(const uint4& raw, float (&x)[8]) {
     x[2 * i] = f.x;
     x[2 * i + 1] = f.y;
   }
-}
-
-// 2^x in one special-function instruction. exp2f adds a range fix so that results below 2^-126
-// come out as exact denormals; here x <= 0 and such a term is far below the rounding of a sum
-// that already holds the maximum's own term (1), so flushing it to zero changes nothing.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // Token t's logical block t / block_size and slot t % block_size, without a division per token:

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "08_kv_compress.h"
+#include "arch/exp2.cuh"
 #include "check_args.h"
 #include "cuda_check.h"
 
@@ -62,13 +63,14 @@ __host__ __device__ long long kv_pool_row(int block, int hk, int slot, int heads
 
 namespace {
 
+using course::arch::kLog2e;
+
 constexpr int kTile = 128;            // keys per block of passes 1 and 3 (one per thread)
 constexpr int kStageRows = 16;        // window rows staged in shared memory at a time
 constexpr int kSelectThreads = 1024;  // one block per (KV head, sequence) for the selection
 constexpr int kGatherRows = 32;       // kept tokens per gather block
 constexpr int kGatherThreads = 128;
 constexpr int kMaxPoolKernel = 31;
-constexpr float kLog2e = 1.4426950408889634f;
 
 // Everything the kernels need to know about the problem, by value.
 struct KvcDims {

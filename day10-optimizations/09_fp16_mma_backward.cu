@@ -23,10 +23,11 @@
 #include <type_traits>
 
 #include "09_fp16_mma_backward.h"
+#include "arch/exp2.cuh"
 #include "check_attention_args.h"
-#include "cp_async.cuh"
+#include "arch/async_copy.cuh"
 #include "cuda_check.h"
-#include "mma_sm80.cuh"
+#include "arch/sm80.cuh"
 #include "smem_limit.h"
 
 // ---- index helpers (09_fp16_mma_backward.h), host and device ---------------------------------
@@ -51,18 +52,23 @@ __host__ __device__ int bwd_acc_query(int lane, int n, int e, int q0) {
 
 namespace {
 
-using mma_sm80::atomic_add_f32x2;
-using mma_sm80::cp_async4;
-using mma_sm80::ldmatrix_x4;
-using mma_sm80::ldmatrix_x4_trans;
-using mma_sm80::load_tile;
-using mma_sm80::mma_16816;
-using mma_sm80::pack2;
-using mma_sm80::swizzled;
-using mma_sm80::unpack2;
+using course::arch::cp_async4;
+using course::arch::cp_async_commit;
+using course::arch::cp_async_wait;
+using course::arch::kLog2e;
+using course::arch::smem_u32;
+namespace sm80 = course::arch::sm80;
+
+using course::arch::sm80::atomic_add_f32x2;
+using course::arch::sm80::ldmatrix_x4;
+using course::arch::sm80::ldmatrix_x4_trans;
+using course::arch::sm80::load_tile;
+using course::arch::sm80::mma_16816;
+using course::arch::sm80::pack2;
+using course::arch::sm80::swizzled;
+using course::arch::sm80::unpack2;
 
 constexpr int kBr = 64;  // query rows per tile
-constexpr float kLog2e = 1.4426950408889634f;
 
 // ---- (1) D_i = rowsum(dO_i ∘ O_i); the dQ accumulator zeroed ----------------------------------
 // 8 lanes per row, each D/8 consecutive elements (one or two 16-byte loads of O and of dO).
@@ -122,7 +128,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
   // The tiles start at a 256-byte boundary (the launch adds 256 bytes of slack): a swizzled
   // 16-byte chunk then sits in bits 4..7 of its shared-memory address, where XOR with a constant
   // moves to another chunk of the same row (see "Addresses: a lane's base XOR a constant").
-  const uint32_t raw = mma_sm80::smem_addr(smem_raw);
+  const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 255u) & ~255u;
   T* Ks = reinterpret_cast<T*>(smem_raw + (base - raw));  // kBc × D
   T* Vs = Ks + kBc * D;                                   // kBc × D
@@ -273,7 +279,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
         const int n = 2 * kk + reg / 2, e = 2 * (reg % 2);
         pa[reg] = pack2<T>(sacc[n][e], sacc[n][e + 1]);
         da[reg] = pack2<T>(dpacc[n][e], dpacc[n][e + 1]);
-        mma_sm80::st_shared_b32((s_ds ^ (n << 4)) + (reg % 2) * 8 * kRowS, da[reg]);
+        sm80::st_shared_b32((s_ds ^ (n << 4)) + (reg % 2) * 8 * kRowS, da[reg]);
       }
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {

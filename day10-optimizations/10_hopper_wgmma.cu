@@ -30,10 +30,11 @@
 #include <string>
 
 #include "10_hopper_wgmma.h"
+#include "arch/exp2.cuh"
 #include "check_attention_args.h"
 #include "cuda_check.h"
-#include "hopper_sm90.cuh"
-#include "mma_sm80.cuh"
+#include "arch/sm90.cuh"
+#include "arch/sm80.cuh"
 #include "smem_limit.h"
 
 // ---- index helpers (10_hopper_wgmma.h), host and device --------------------------------------
@@ -62,9 +63,13 @@ __host__ __device__ uint64_t wgmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_b
 
 namespace {
 
-using mma_sm80::pack2;
+using course::arch::exp2_ftz;
+using course::arch::kLog2e;
+using course::arch::smem_u32;
+namespace sm90 = course::arch::sm90;
 
-constexpr float kLog2e = 1.4426950408889634f;
+using course::arch::sm80::pack2;
+
 // Named barriers (0 is __syncthreads): 1 and 2, each consumer's own end; 3 and 4, consumer 0's
 // and consumer 1's turn to issue GEMMs under ping-pong.
 constexpr int kTurnBarrier = 3;
@@ -116,14 +121,14 @@ template <class C, class T>
 __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorMap* tm_k, const CUtensorMap* tm_v,
                                         T* Qs, T* Ks, T* Vs, Barriers<C::kStages>& bar, int q0, int bh_q, int bh_kv,
                                         int n_tiles) {
-  hopper::tma_prefetch_map(tm_q);
-  hopper::tma_prefetch_map(tm_k);
-  hopper::tma_prefetch_map(tm_v);
-  hopper::mbar_arrive_expect_tx(&bar.q_full, C::kQBytes);
+  sm90::tma_prefetch_map(tm_q);
+  sm90::tma_prefetch_map(tm_k);
+  sm90::tma_prefetch_map(tm_v);
+  sm90::mbar_arrive_expect_tx(&bar.q_full, C::kQBytes);
 #pragma unroll
   for (int cb = 0; cb < C::kColBlocks; ++cb)
-    hopper::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * 64, q0, bh_q,
-                        &bar.q_full);
+    sm90::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * 64, q0, bh_q,
+                      &bar.q_full);
   // TODO(4) (≈ 16 lines): for every key tile j, in stage j mod kStages: once the consumers have
   //   released that stage's K, announce the bytes of K_j and copy it (one box per 64-column
   //   block); then the same for V_j with V's barriers (lesson: "The producer: TMA into a ring of
@@ -135,9 +140,9 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
 template <class T, int D>
 __device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t db) {
   if constexpr (D == 64)
-    hopper::wgmma_m64n64k16_rs<T>(o, a, db, 1);
+    sm90::wgmma_m64n64k16_rs<T>(o, a, db, 1);
   else
-    hopper::wgmma_m64n128k16_rs<T>(o, a, db, 1);
+    sm90::wgmma_m64n128k16_rs<T>(o, a, db, 1);
 }
 
 // S = Q_i K_jᵀ for this warpgroup's 64 rows: D/16 wgmma's, both operands K-major with the
@@ -166,7 +171,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2]
                                              int k0, int Nk, int off, bool causal, bool needs_mask, float scale) {
   // TODO(7) (≈ 25 lines): scale and mask this tile's scores, then per row r: the new maximum over
   //   the quad, alpha[r], m[r], and the probabilities in place of the scores (exponentials by
-  //   hopper::exp2_ftz). A row that has seen no key yet must come out 0, never NaN (lesson: "The
+  //   exp2_ftz). A row that has seen no key yet must come out 0, never NaN (lesson: "The
   //   online softmax on wgmma fragments").
   alpha[0] = alpha[1] = 1.f;  // TODO(7): replace
 }
@@ -195,7 +200,7 @@ __device__ __forceinline__ void rescale_rows(float (&o)[N], const float (&alpha)
 // The 8 consumer warps each arrive once: a tile is free when all have finished reading it.
 __device__ __forceinline__ void release(uint64_t* empty) {
   __syncwarp();
-  if (threadIdx.x % 32 == 0) hopper::mbar_arrive(empty);
+  if (threadIdx.x % 32 == 0) sm90::mbar_arrive(empty);
 }
 
 // ---- a consumer warpgroup: 64 query rows -----------------------------------------------------
@@ -205,8 +210,8 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
                                         int n_tiles, int cw, int t) {
   const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
   const int row0 = q0 + cw * C::kRowsPerConsumer;  // this warpgroup's first query row
-  const uint32_t q_addr = hopper::smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
-  const uint32_t k_base = hopper::smem_u32(Ks), v_base = hopper::smem_u32(Vs);
+  const uint32_t q_addr = smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
+  const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs);
 
   // The accumulators of this warpgroup's 64 rows (lesson: "The warpgroup accumulator, thread by thread"):
   // element i of thread t sits at row wgmma_acc_row(t, i), column wgmma_acc_col(t, i). acc_o holds
@@ -221,12 +226,12 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   // A tile needs the mask when it reaches past Nk or past the warpgroup's first diagonal.
   auto needs_mask = [&](int k0) { return k0 + C::kBc > Nk || (p.causal && k0 + C::kBc - 1 > row0 + off); };
 
-  if (n_tiles > 0) hopper::mbar_wait(&bar.q_full, 0);
+  if (n_tiles > 0) sm90::mbar_wait(&bar.q_full, 0);
   // Ping-pong: consumer 0 takes the first turn, handed to it by consumer 1; every turn ends by
   // handing the next to the other. Both take n_tiles + 1 turns, so consumer 1's last hand-over
   // is taken by consumer 0 after its loop (below): no arrival is left pending at exit.
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 1) hopper::named_barrier_arrive(kTurnBarrier, 256);
+    if (n_tiles > 0 && cw == 1) sm90::named_barrier_arrive(kTurnBarrier, 256);
   if constexpr (!C::kOverlap) {
     // TODO(9) (≈ 18 lines): the key loop, one tile at a time, with S's accumulator (kAccS floats,
     //   the layout of acc_o) declared inside it: wait for K_j, S, release K_j, softmax, P, rescale
@@ -257,10 +262,10 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
           pack2<T>(acc_o[i] * inv, acc_o[i + 1] * inv);
   }
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 0) hopper::named_barrier_sync(kTurnBarrier, 256);
+    if (n_tiles > 0 && cw == 0) sm90::named_barrier_sync(kTurnBarrier, 256);
   // Tell the watchdog this warpgroup is done (its 4 warps have all passed their last wait).
-  hopper::named_barrier_sync(1 + cw, 128);
-  if (t == 0) hopper::mbar_arrive(&bar.done);
+  sm90::named_barrier_sync(1 + cw, 128);
+  if (t == 0) sm90::mbar_arrive(&bar.done);
 }
 
 template <class C, class T, int D>
@@ -288,31 +293,31 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int n_tiles = k_end > 0 ? (k_end + C::kBc - 1) / C::kBc : 0;
 
   if (threadIdx.x == 0) {
-    hopper::mbar_init(&bar.q_full, 1);
+    sm90::mbar_init(&bar.q_full, 1);
     for (int s = 0; s < C::kStages; ++s) {
-      hopper::mbar_init(&bar.k_full[s], 1);
-      hopper::mbar_init(&bar.v_full[s], 1);
-      hopper::mbar_init(&bar.k_empty[s], C::kReleaseArrivals);
-      hopper::mbar_init(&bar.v_empty[s], C::kReleaseArrivals);
+      sm90::mbar_init(&bar.k_full[s], 1);
+      sm90::mbar_init(&bar.v_full[s], 1);
+      sm90::mbar_init(&bar.k_empty[s], C::kReleaseArrivals);
+      sm90::mbar_init(&bar.v_empty[s], C::kReleaseArrivals);
     }
-    hopper::mbar_init(&bar.done, C::kConsumers);
-    hopper::mbar_init_fence();
+    sm90::mbar_init(&bar.done, C::kConsumers);
+    sm90::mbar_init_fence();
   }
   __syncthreads();  // every thread sees initialised barriers before anyone waits on one
 
   // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform.
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0), t = threadIdx.x % 128;
   if (wg == 0) {
-    hopper::regs_dealloc<C::kProducerRegs>();
+    sm90::regs_dealloc<C::kProducerRegs>();
     // No tile: every row sees nothing; nothing is loaded (no copy may outlive the block).
     if (t == 0 && n_tiles > 0)
       produce<C>(&tm_q, &tm_k, &tm_v, Qs, Ks, Vs, bar, q0, b * p.heads_q + h, b * p.heads_kv + h_kv, n_tiles);
     else if (t == 32)
-      hopper::watchdog(&bar.done);
+      sm90::watchdog(&bar.done);
   } else {
     // The two roles are the two branches of one if/else: ptxas then gives each branch the
     // register budget its setmaxnreg sets (an early return instead keeps everyone at 168).
-    hopper::regs_alloc<C::kConsumerRegs>();
+    sm90::regs_alloc<C::kConsumerRegs>();
     consume<C, T, D>(Qs, Ks, Vs, bar, o, p, scale, q0, h, b, n_tiles, wg - 1, t);
   }
 #endif
@@ -325,9 +330,9 @@ void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionPar
   if (C::kSmemBytes > limit)
     throw std::runtime_error("flash_attention_wgmma: needs " + std::to_string(C::kSmemBytes) +
                              " bytes of shared memory per block, the limit is " + std::to_string(limit));
-  const CUtensorMap tm_q = hopper::make_tensor_map_sw128(q, uint64_t(p.batch) * p.heads_q, p.seq_q, D, C::kBr);
-  const CUtensorMap tm_k = hopper::make_tensor_map_sw128(k, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
-  const CUtensorMap tm_v = hopper::make_tensor_map_sw128(v, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
+  const CUtensorMap tm_q = sm90::make_tensor_map_sw128(q, uint64_t(p.batch) * p.heads_q, p.seq_q, D, C::kBr);
+  const CUtensorMap tm_k = sm90::make_tensor_map_sw128(k, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
+  const CUtensorMap tm_v = sm90::make_tensor_map_sw128(v, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
   auto kernel = hopper_flash_kernel<C, T, D>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
   const dim3 grid((p.seq_q + C::kBr - 1) / C::kBr, p.heads_q, p.batch);

@@ -925,7 +925,7 @@ def fig_wgmma_accumulator():
 # swizzle_128b: the 128-byte swizzle atom, 8 rows × 8 chunks of 16 bytes, chunk ^ (row mod 8)
 # =============================================================================================
 def swizzled_chunk(row, chunk):
-    """day10-optimizations/mma_sm80.cuh `swizzled` and the TMA/wgmma 128-byte mode: logical
+    """common/arch/sm80.cuh `swizzled` and the TMA/wgmma 128-byte mode: logical
     16-byte chunk `chunk` of row `row` is stored at physical chunk chunk ^ (row mod 8)."""
     return chunk ^ (row & 7)
 

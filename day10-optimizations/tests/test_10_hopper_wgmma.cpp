@@ -13,7 +13,7 @@
 // The output is NaN-poisoned with guard regions before every launch (DeviceBuffer).
 //
 // A block whose mbarrier phase never completes is ended by the kernel's watchdog thread after
-// 10 s (hopper_sm90.cuh, watchdog): the launch fails and the test says what that usually means.
+// 10 s (common/arch/sm90.cuh, watchdog): the launch fails and the test says what that usually means.
 //
 // The [index] cases check wgmma_acc_row/col, wgmma_p_a_index and wgmma_desc_sw128 on the CPU
 // alone, against the PTX ISA's tables (the wgmma D and A fragments of each warp are the m16n8k16
@@ -115,7 +115,7 @@ void check_case(const Shape& sh, Inputs in, const std::string& name, int64_t idx
     FAIL("the kernel stopped with '"
          << cudaGetErrorString(err)
          << "'. In this exercise that is almost always "
-            "the watchdog (hopper_sm90.cuh) ending a block that waited 10 s on an mbarrier phase that never "
+            "the watchdog (common/arch/sm90.cuh) ending a block that waited 10 s on an mbarrier phase that never "
             "completes: a wait on the wrong parity, a tile the consumers never release (8 warp arrivals per "
             "phase), or expect_tx bytes that never land. The GPU context is now unusable: the test cases after "
             "this one fail too.");

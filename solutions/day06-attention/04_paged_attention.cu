@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "04_paged_attention.h"
+#include "arch/exp2.cuh"
 #include "check_args.h"
 #include "cuda_check.h"
 
@@ -32,10 +33,11 @@ __host__ __device__ int64_t paged_attention_kv_offset(const int32_t* seq_blocks,
 
 namespace {
 
+using course::arch::kLog2e;
+
 constexpr int kWarps = 4;             // 128 threads: small blocks, several resident per SM
 constexpr int kUnroll = 4;            // token steps per warp iteration (2·kUnroll loads in flight)
 constexpr int kMaxHeadsPerBlock = 8;  // query heads one block serves (registers: 8 per head-float4)
-constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ float4 scale4(float4 a, float s) { return make_float4(a.x * s, a.y * s, a.z * s, a.w * s); }
 __device__ float4 fma4(float s, float4 a, float4 acc) {

@@ -24,16 +24,21 @@
 #include <cstdint>
 
 #include "04_fp16_wmma.h"
+#include "arch/exp2.cuh"
 #include "check_attention_args.h"
-#include "cp_async.cuh"
+#include "arch/async_copy.cuh"
 #include "cuda_check.h"
 #include "smem_limit.h"
 
 namespace {
 
+using course::arch::copy16;
+using course::arch::cp_async_commit;
+using course::arch::cp_async_wait;
+using course::arch::kLog2e;
+
 namespace wmma = nvcuda::wmma;
 
-constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kWmma = 16;  // WMMA tile: m = n = k = 16
 
 using AccFrag = wmma::fragment<wmma::accumulator, kWmma, kWmma, kWmma, float>;

@@ -19,10 +19,11 @@
 #include <type_traits>
 
 #include "05_fp16_mma.h"
+#include "arch/exp2.cuh"
 #include "check_attention_args.h"
-#include "cp_async.cuh"
+#include "arch/async_copy.cuh"
 #include "cuda_check.h"
-#include "mma_sm80.cuh"
+#include "arch/sm80.cuh"
 #include "smem_limit.h"
 
 // ---- index helpers (05_fp16_mma.h): the m16n8k16 fragment layouts, host and device -----------
@@ -48,11 +49,15 @@ __host__ __device__ MmaAccPair mma_p_a_source(int kk, int j) {
 
 namespace {
 
+using course::arch::cp_async16;
+using course::arch::cp_async_commit;
+using course::arch::cp_async_wait;
+using course::arch::kLog2e;
+
 constexpr int kBr = 64;    // query rows per block
 constexpr int kBc = 64;    // keys per tile
 constexpr int kWarps = 4;  // each warp owns 16 of the kBr rows
 constexpr int kThreads = 32 * kWarps;
-constexpr float kLog2e = 1.4426950408889634f;
 
 // ---- shared-memory layout: rows of D 16-bit values, XOR-swizzled in 16-byte chunks ----------
 // ldmatrix reads one 16-byte chunk from each of 8 rows. Unswizzled, a row is 128 or 256 bytes,
@@ -64,16 +69,6 @@ __device__ __forceinline__ int swizzled(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);  // element offset (8 elements per chunk)
 }
 // snippet-end: swizzle
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared without passing through registers; src_bytes = 0 writes zeros.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
-               "r"(valid ? 16 : 0));
-}
 
 // Copies `rows` rows of D 16-bit values starting at row `row0` of a [n, D] matrix into a
 // swizzled kBr/kBc-row tile; rows at or past n are zero-filled (read nothing).
@@ -92,12 +87,12 @@ __device__ __forceinline__ void load_tile(T* tile, const T* gmem, int row0, int 
 
 // ---- fragments -------------------------------------------------------------------------------
 // The PTX wrappers (ldmatrix.x4 and its .trans form, mma.sync m16n8k16, two floats packed into one
-// 16-bit pair) live in mma_sm80.cuh, shared with exercise 09 (the backward pass); the lesson
+// 16-bit pair) live in common/arch/sm80.cuh, shared with exercise 09 (the backward pass); the lesson
 // explains each ("ldmatrix: fragments straight from shared memory").
-using mma_sm80::ldmatrix_x4;
-using mma_sm80::ldmatrix_x4_trans;
-using mma_sm80::mma_16816;
-using mma_sm80::pack2;
+using course::arch::sm80::ldmatrix_x4;
+using course::arch::sm80::ldmatrix_x4_trans;
+using course::arch::sm80::mma_16816;
+using course::arch::sm80::pack2;
 
 template <class T, int D, int kStages>
 struct MmaConfig {

@@ -29,8 +29,9 @@
 #include <string>
 
 #include "06_split_kv_decode.h"
+#include "arch/exp2.cuh"
 #include "check_args.h"
-#include "cp_async.cuh"
+#include "arch/async_copy.cuh"
 #include "cuda_check.h"
 
 // The tokens [begin, end) of one split (the header's contract). Pass 1 calls it on the device, the
@@ -45,6 +46,12 @@ __host__ __device__ SplitKvRange split_kv_split_range(int split, int split_len, 
 
 namespace {
 
+using course::arch::copy16;
+using course::arch::cp_async_commit;
+using course::arch::cp_async_wait;
+using course::arch::exp2_ftz;
+using course::arch::kLog2e;
+
 constexpr int kWarps = 4;             // 128 threads per pass-1 block
 constexpr int kStages = 3;            // K/V tiles in shared memory: one being computed, two in flight
 constexpr int kTileBytes = 8192;      // bytes of K (and of V) per tile: 48 KiB for the three stages
@@ -58,7 +65,6 @@ constexpr int min_blocks_per_sm(int heads_per_block) { return heads_per_block <=
 constexpr int kMinSplitTokens = 256;  // shorter splits cost more in partials and merging than they gain
 constexpr int kMaxSplits = 1024;
 constexpr int kMergeThreads = 1024;  // the merge block: head_dim × (up to 1024 / head_dim) split groups
-constexpr float kLog2e = 1.4426950408889634f;
 
 // Eight fp16 values of one K or V row (one 16-byte load) as fp32.
 __device__ void unpack8(const uint4& raw, float (&x)[8]) {
@@ -69,15 +75,6 @@ __device__ void unpack8(const uint4& raw, float (&x)[8]) {
     x[2 * i] = f.x;
     x[2 * i + 1] = f.y;
   }
-}
-
-// 2^x in one special-function instruction. exp2f adds a range fix so that results below 2^-126
-// come out as exact denormals; here x <= 0 and such a term is far below the rounding of a sum
-// that already holds the maximum's own term (1), so flushing it to zero changes nothing.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // Token t's logical block t / block_size and slot t % block_size, without a division per token:
@@ -231,8 +228,8 @@ __global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(GB))
 #pragma unroll
       for (int u = 0; u < kSteps; ++u) s_max = fmaxf(s_max, s[g][u]);
       const float m_new = fmaxf(m[g], s_max);
-      m_use[g] = m_new == -INFINITY ? 0.f : m_new;                    // nothing seen yet: keep exp2 finite
-      const float alpha = fast_exp2((m[g] - m_use[g]) * scale_log2);  // rescale what was summed so far
+      m_use[g] = m_new == -INFINITY ? 0.f : m_new;                   // nothing seen yet: keep exp2 finite
+      const float alpha = exp2_ftz((m[g] - m_use[g]) * scale_log2);  // rescale what was summed so far
       l[g] *= alpha;
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[g][i] *= alpha;
@@ -244,7 +241,7 @@ __global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(GB))
       unpack8(v_rows[(u * kTokensPerStep + slot) * kLanesPerToken + col], v_t);
 #pragma unroll
       for (int g = 0; g < GB; ++g) {
-        const float p = fast_exp2((s[g][u] - m_use[g]) * scale_log2);  // 0 for a masked token
+        const float p = exp2_ftz((s[g][u] - m_use[g]) * scale_log2);  // 0 for a masked token
         l[g] += p;
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[g][i] = fmaf(p, v_t[i], acc[g][i]);

@@ -21,7 +21,7 @@
 
 #include "07_rope_yarn.h"
 #include "check_args.h"
-#include "cp_async.cuh"
+#include "arch/async_copy.cuh"
 #include "cuda_check.h"
 #include "half_convert.cuh"
 
@@ -93,6 +93,10 @@ __host__ __device__ float rope_turns(uint64_t step, int32_t pos) {
 }
 
 namespace {
+
+using course::arch::copy16;
+using course::arch::cp_async_commit;
+using course::arch::cp_async_wait;
 
 constexpr int kMaxThreads = 128;  // threads per block: the largest multiple of D/2 up to 128
 constexpr int kTileBytes = 8192;  // rows of one token staged per block: 4096 / D rows

@@ -30,10 +30,11 @@
 #include <string>
 
 #include "10_hopper_wgmma.h"
+#include "arch/exp2.cuh"
 #include "check_attention_args.h"
 #include "cuda_check.h"
-#include "hopper_sm90.cuh"
-#include "mma_sm80.cuh"
+#include "arch/sm90.cuh"
+#include "arch/sm80.cuh"
 #include "smem_limit.h"
 
 // ---- index helpers (10_hopper_wgmma.h), host and device --------------------------------------
@@ -64,9 +65,13 @@ __host__ __device__ uint64_t wgmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_b
 
 namespace {
 
-using mma_sm80::pack2;
+using course::arch::exp2_ftz;
+using course::arch::kLog2e;
+using course::arch::smem_u32;
+namespace sm90 = course::arch::sm90;
 
-constexpr float kLog2e = 1.4426950408889634f;
+using course::arch::sm80::pack2;
+
 // Named barriers (0 is __syncthreads): 1 and 2, each consumer's own end; 3 and 4, consumer 0's
 // and consumer 1's turn to issue GEMMs under ping-pong.
 constexpr int kTurnBarrier = 3;
@@ -118,14 +123,14 @@ template <class C, class T>
 __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorMap* tm_k, const CUtensorMap* tm_v,
                                         T* Qs, T* Ks, T* Vs, Barriers<C::kStages>& bar, int q0, int bh_q, int bh_kv,
                                         int n_tiles) {
-  hopper::tma_prefetch_map(tm_q);
-  hopper::tma_prefetch_map(tm_k);
-  hopper::tma_prefetch_map(tm_v);
-  hopper::mbar_arrive_expect_tx(&bar.q_full, C::kQBytes);
+  sm90::tma_prefetch_map(tm_q);
+  sm90::tma_prefetch_map(tm_k);
+  sm90::tma_prefetch_map(tm_v);
+  sm90::mbar_arrive_expect_tx(&bar.q_full, C::kQBytes);
 #pragma unroll
   for (int cb = 0; cb < C::kColBlocks; ++cb)
-    hopper::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * 64, q0, bh_q,
-                        &bar.q_full);
+    sm90::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * 64, q0, bh_q,
+                      &bar.q_full);
   // snippet-begin: producer-loop
   for (int j = 0; j < n_tiles; ++j) {
     const int s = j % C::kStages;
@@ -134,16 +139,16 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
     const uint32_t free_parity = ((j / C::kStages) & 1) ^ 1;
     unsigned char* k_dst = reinterpret_cast<unsigned char*>(Ks) + s * C::kKVTileBytes;
     unsigned char* v_dst = reinterpret_cast<unsigned char*>(Vs) + s * C::kKVTileBytes;
-    hopper::mbar_wait(&bar.k_empty[s], free_parity);
-    hopper::mbar_arrive_expect_tx(&bar.k_full[s], C::kKVTileBytes);
+    sm90::mbar_wait(&bar.k_empty[s], free_parity);
+    sm90::mbar_arrive_expect_tx(&bar.k_full[s], C::kKVTileBytes);
 #pragma unroll
     for (int cb = 0; cb < C::kColBlocks; ++cb)
-      hopper::tma_load_3d(k_dst + cb * C::kKVBlockBytes, tm_k, cb * 64, j * C::kBc, bh_kv, &bar.k_full[s]);
-    hopper::mbar_wait(&bar.v_empty[s], free_parity);
-    hopper::mbar_arrive_expect_tx(&bar.v_full[s], C::kKVTileBytes);
+      sm90::tma_load_3d(k_dst + cb * C::kKVBlockBytes, tm_k, cb * 64, j * C::kBc, bh_kv, &bar.k_full[s]);
+    sm90::mbar_wait(&bar.v_empty[s], free_parity);
+    sm90::mbar_arrive_expect_tx(&bar.v_full[s], C::kKVTileBytes);
 #pragma unroll
     for (int cb = 0; cb < C::kColBlocks; ++cb)
-      hopper::tma_load_3d(v_dst + cb * C::kKVBlockBytes, tm_v, cb * 64, j * C::kBc, bh_kv, &bar.v_full[s]);
+      sm90::tma_load_3d(v_dst + cb * C::kKVBlockBytes, tm_v, cb * 64, j * C::kBc, bh_kv, &bar.v_full[s]);
   }
   // snippet-end: producer-loop
 }
@@ -153,9 +158,9 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
 template <class T, int D>
 __device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t db) {
   if constexpr (D == 64)
-    hopper::wgmma_m64n64k16_rs<T>(o, a, db, 1);
+    sm90::wgmma_m64n64k16_rs<T>(o, a, db, 1);
   else
-    hopper::wgmma_m64n128k16_rs<T>(o, a, db, 1);
+    sm90::wgmma_m64n128k16_rs<T>(o, a, db, 1);
 }
 
 // S = Q_i K_jᵀ for this warpgroup's 64 rows: D/16 wgmma's, both operands K-major with the
@@ -166,14 +171,14 @@ __device__ __forceinline__ void issue_s_gemm(float (&s)[C::kAccS], uint32_t q_ad
   // One descriptor per operand; a k-step moves only the start address, by a compile-time number of
   // 16-byte units (k-step kk: 16 columns = 32 bytes into 64-column block kk / 4).
   const uint64_t da = wgmma_desc_sw128(q_addr, 16, 1024), db = wgmma_desc_sw128(k_addr, 16, 1024);
-  hopper::wgmma_fence();  // the softmax's last reads and writes of s come before the wgmma's
+  sm90::wgmma_fence();  // the softmax's last reads and writes of s come before the wgmma's
 #pragma unroll
   for (int kk = 0; kk < C::kKSteps; ++kk) {
-    hopper::wgmma_m64n128k16_ss<T>(s, da + ((kk / 4) * C::kQBlockBytes + (kk % 4) * 32) / 16,
-                                   db + ((kk / 4) * C::kKVBlockBytes + (kk % 4) * 32) / 16,
-                                   kk > 0);  // kk = 0 overwrites: s needs no zeroing
+    sm90::wgmma_m64n128k16_ss<T>(s, da + ((kk / 4) * C::kQBlockBytes + (kk % 4) * 32) / 16,
+                                 db + ((kk / 4) * C::kKVBlockBytes + (kk % 4) * 32) / 16,
+                                 kk > 0);  // kk = 0 overwrites: s needs no zeroing
   }
-  hopper::wgmma_commit();
+  sm90::wgmma_commit();
   // snippet-end: s-gemm
 }
 
@@ -184,10 +189,10 @@ __device__ __forceinline__ void issue_pv_gemm(float (&o)[C::kAccO], uint32_t (&p
   // snippet-begin: pv-gemm
   // k-step kk: keys 16kk .. 16kk + 15 = two 8-row groups of 1024 bytes further.
   const uint64_t db = wgmma_desc_sw128(v_addr, C::kKVBlockBytes, 1024);
-  hopper::wgmma_fence();  // the rescaled O and the new P are in their registers
+  sm90::wgmma_fence();  // the rescaled O and the new P are in their registers
 #pragma unroll
   for (int kk = 0; kk < C::kPVSteps; ++kk) wgmma_pv<T, D>(o, pa[kk], db + kk * 2048 / 16);
-  hopper::wgmma_commit();
+  sm90::wgmma_commit();
   // snippet-end: pv-gemm
 }
 
@@ -218,12 +223,12 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2]
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     // A row that has seen no key yet keeps m = -inf: subtract 0 instead (P and alpha become 0).
     const float m_log2 = mx == -INFINITY ? 0.f : __fmul_rn(mx, kLog2e);
-    alpha[r] = hopper::exp2_ftz(__fmul_rn(m[r], kLog2e) - m_log2);
+    alpha[r] = exp2_ftz(__fmul_rn(m[r], kLog2e) - m_log2);
     m[r] = mx;
 #pragma unroll
     for (int c = 0; c < C::kAccS / 4; ++c) {
-      s[4 * c + 2 * r] = hopper::exp2_ftz(fmaf(s[4 * c + 2 * r], kLog2e, -m_log2));
-      s[4 * c + 2 * r + 1] = hopper::exp2_ftz(fmaf(s[4 * c + 2 * r + 1], kLog2e, -m_log2));
+      s[4 * c + 2 * r] = exp2_ftz(fmaf(s[4 * c + 2 * r], kLog2e, -m_log2));
+      s[4 * c + 2 * r + 1] = exp2_ftz(fmaf(s[4 * c + 2 * r + 1], kLog2e, -m_log2));
     }
   }
   // snippet-end: softmax
@@ -265,7 +270,7 @@ __device__ __forceinline__ void rescale_rows(float (&o)[N], const float (&alpha)
 // The 8 consumer warps each arrive once: a tile is free when all have finished reading it.
 __device__ __forceinline__ void release(uint64_t* empty) {
   __syncwarp();
-  if (threadIdx.x % 32 == 0) hopper::mbar_arrive(empty);
+  if (threadIdx.x % 32 == 0) sm90::mbar_arrive(empty);
 }
 
 // ---- a consumer warpgroup: 64 query rows -----------------------------------------------------
@@ -275,8 +280,8 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
                                         int n_tiles, int cw, int t) {
   const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
   const int row0 = q0 + cw * C::kRowsPerConsumer;  // this warpgroup's first query row
-  const uint32_t q_addr = hopper::smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
-  const uint32_t k_base = hopper::smem_u32(Ks), v_base = hopper::smem_u32(Vs);
+  const uint32_t q_addr = smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
+  const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs);
 
   // The accumulators of this warpgroup's 64 rows (lesson: "The warpgroup accumulator, thread by thread"):
   // element i of thread t sits at row wgmma_acc_row(t, i), column wgmma_acc_col(t, i). acc_o holds
@@ -291,30 +296,30 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   // A tile needs the mask when it reaches past Nk or past the warpgroup's first diagonal.
   auto needs_mask = [&](int k0) { return k0 + C::kBc > Nk || (p.causal && k0 + C::kBc - 1 > row0 + off); };
 
-  if (n_tiles > 0) hopper::mbar_wait(&bar.q_full, 0);
+  if (n_tiles > 0) sm90::mbar_wait(&bar.q_full, 0);
   // Ping-pong: consumer 0 takes the first turn, handed to it by consumer 1; every turn ends by
   // handing the next to the other. Both take n_tiles + 1 turns, so consumer 1's last hand-over
   // is taken by consumer 0 after its loop (below): no arrival is left pending at exit.
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 1) hopper::named_barrier_arrive(kTurnBarrier, 256);
+    if (n_tiles > 0 && cw == 1) sm90::named_barrier_arrive(kTurnBarrier, 256);
   if constexpr (!C::kOverlap) {
     // snippet-begin: consumer-serial
     for (int j = 0; j < n_tiles; ++j) {
       const int s = j % C::kStages;
       const uint32_t parity = (j / C::kStages) & 1;
       float acc_s[C::kAccS];
-      hopper::mbar_wait(&bar.k_full[s], parity);
+      sm90::mbar_wait(&bar.k_full[s], parity);
       issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);
-      hopper::wgmma_wait<0>();
-      hopper::fence_regs(acc_s);
+      sm90::wgmma_wait<0>();
+      sm90::fence_regs(acc_s);
       release(&bar.k_empty[s]);
       softmax_tile<C>(acc_s, m, alpha, t, row0, j * C::kBc, Nk, off, p.causal, needs_mask(j * C::kBc), scale);
       pack_p<C, T>(acc_s, pa, l, alpha);
       rescale_rows(acc_o, alpha);
-      hopper::mbar_wait(&bar.v_full[s], parity);
+      sm90::mbar_wait(&bar.v_full[s], parity);
       issue_pv_gemm<C, T, D>(acc_o, pa, v_base + s * C::kKVTileBytes);
-      hopper::wgmma_wait<0>();
-      hopper::fence_regs(acc_o);
+      sm90::wgmma_wait<0>();
+      sm90::fence_regs(acc_o);
       release(&bar.v_empty[s]);
     }
     // snippet-end: consumer-serial
@@ -322,12 +327,12 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
     // snippet-begin: consumer-overlapped
     {  // tile 0: its softmax has nothing to hide under
       float acc_s[C::kAccS];
-      hopper::mbar_wait(&bar.k_full[0], 0);
-      if constexpr (C::kPingPong) hopper::named_barrier_sync(kTurnBarrier + cw, 256);
+      sm90::mbar_wait(&bar.k_full[0], 0);
+      if constexpr (C::kPingPong) sm90::named_barrier_sync(kTurnBarrier + cw, 256);
       issue_s_gemm<C, T>(acc_s, q_addr, k_base);
-      if constexpr (C::kPingPong) hopper::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);
-      hopper::wgmma_wait<0>();
-      hopper::fence_regs(acc_s);
+      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);
+      sm90::wgmma_wait<0>();
+      sm90::fence_regs(acc_s);
       release(&bar.k_empty[0]);
       softmax_tile<C>(acc_s, m, alpha, t, row0, 0, Nk, off, p.causal, needs_mask(0), scale);
       pack_p<C, T>(acc_s, pa, l, alpha);
@@ -335,29 +340,29 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
     for (int j = 1; j < n_tiles; ++j) {
       const int s = j % C::kStages, sp = (j - 1) % C::kStages;
       float acc_s[C::kAccS];
-      hopper::mbar_wait(&bar.k_full[s], (j / C::kStages) & 1);
-      hopper::mbar_wait(&bar.v_full[sp], ((j - 1) / C::kStages) & 1);
-      if constexpr (C::kPingPong) hopper::named_barrier_sync(kTurnBarrier + cw, 256);        // my turn
-      issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);                       // group 1: S_j
-      issue_pv_gemm<C, T, D>(acc_o, pa, v_base + sp * C::kKVTileBytes);                      // group 2: P_{j-1} V_{j-1}
-      if constexpr (C::kPingPong) hopper::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);  // yours
-      hopper::wgmma_wait<1>();                                                               // S_j is done: K_j is free
-      hopper::fence_regs(acc_s);
+      sm90::mbar_wait(&bar.k_full[s], (j / C::kStages) & 1);
+      sm90::mbar_wait(&bar.v_full[sp], ((j - 1) / C::kStages) & 1);
+      if constexpr (C::kPingPong) sm90::named_barrier_sync(kTurnBarrier + cw, 256);        // my turn
+      issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);                     // group 1: S_j
+      issue_pv_gemm<C, T, D>(acc_o, pa, v_base + sp * C::kKVTileBytes);                    // group 2: P_{j-1} V_{j-1}
+      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);  // yours
+      sm90::wgmma_wait<1>();                                                               // S_j is done: K_j is free
+      sm90::fence_regs(acc_s);
       release(&bar.k_empty[s]);
       softmax_tile<C>(acc_s, m, alpha, t, row0, j * C::kBc, Nk, off, p.causal, needs_mask(j * C::kBc), scale);
-      hopper::wgmma_wait<0>();    // P_{j-1} V_{j-1} is done:
-      hopper::fence_regs(acc_o);  // V_{j-1}, O and P are free
+      sm90::wgmma_wait<0>();    // P_{j-1} V_{j-1} is done:
+      sm90::fence_regs(acc_o);  // V_{j-1}, O and P are free
       release(&bar.v_empty[sp]);
       rescale_rows(acc_o, alpha);
       pack_p<C, T>(acc_s, pa, l, alpha);
     }
     const int s = (n_tiles - 1) % C::kStages;
-    hopper::mbar_wait(&bar.v_full[s], ((n_tiles - 1) / C::kStages) & 1);
-    if constexpr (C::kPingPong) hopper::named_barrier_sync(kTurnBarrier + cw, 256);
+    sm90::mbar_wait(&bar.v_full[s], ((n_tiles - 1) / C::kStages) & 1);
+    if constexpr (C::kPingPong) sm90::named_barrier_sync(kTurnBarrier + cw, 256);
     issue_pv_gemm<C, T, D>(acc_o, pa, v_base + s * C::kKVTileBytes);
-    if constexpr (C::kPingPong) hopper::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);
-    hopper::wgmma_wait<0>();
-    hopper::fence_regs(acc_o);
+    if constexpr (C::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);
+    sm90::wgmma_wait<0>();
+    sm90::fence_regs(acc_o);
     release(&bar.v_empty[s]);
     // snippet-end: consumer-overlapped
   }
@@ -379,10 +384,10 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
           pack2<T>(acc_o[i] * inv, acc_o[i + 1] * inv);
   }
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 0) hopper::named_barrier_sync(kTurnBarrier, 256);
+    if (n_tiles > 0 && cw == 0) sm90::named_barrier_sync(kTurnBarrier, 256);
   // Tell the watchdog this warpgroup is done (its 4 warps have all passed their last wait).
-  hopper::named_barrier_sync(1 + cw, 128);
-  if (t == 0) hopper::mbar_arrive(&bar.done);
+  sm90::named_barrier_sync(1 + cw, 128);
+  if (t == 0) sm90::mbar_arrive(&bar.done);
 }
 
 template <class C, class T, int D>
@@ -410,31 +415,31 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int n_tiles = k_end > 0 ? (k_end + C::kBc - 1) / C::kBc : 0;
 
   if (threadIdx.x == 0) {
-    hopper::mbar_init(&bar.q_full, 1);
+    sm90::mbar_init(&bar.q_full, 1);
     for (int s = 0; s < C::kStages; ++s) {
-      hopper::mbar_init(&bar.k_full[s], 1);
-      hopper::mbar_init(&bar.v_full[s], 1);
-      hopper::mbar_init(&bar.k_empty[s], C::kReleaseArrivals);
-      hopper::mbar_init(&bar.v_empty[s], C::kReleaseArrivals);
+      sm90::mbar_init(&bar.k_full[s], 1);
+      sm90::mbar_init(&bar.v_full[s], 1);
+      sm90::mbar_init(&bar.k_empty[s], C::kReleaseArrivals);
+      sm90::mbar_init(&bar.v_empty[s], C::kReleaseArrivals);
     }
-    hopper::mbar_init(&bar.done, C::kConsumers);
-    hopper::mbar_init_fence();
+    sm90::mbar_init(&bar.done, C::kConsumers);
+    sm90::mbar_init_fence();
   }
   __syncthreads();  // every thread sees initialised barriers before anyone waits on one
 
   // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform.
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0), t = threadIdx.x % 128;
   if (wg == 0) {
-    hopper::regs_dealloc<C::kProducerRegs>();
+    sm90::regs_dealloc<C::kProducerRegs>();
     // No tile: every row sees nothing; nothing is loaded (no copy may outlive the block).
     if (t == 0 && n_tiles > 0)
       produce<C>(&tm_q, &tm_k, &tm_v, Qs, Ks, Vs, bar, q0, b * p.heads_q + h, b * p.heads_kv + h_kv, n_tiles);
     else if (t == 32)
-      hopper::watchdog(&bar.done);
+      sm90::watchdog(&bar.done);
   } else {
     // The two roles are the two branches of one if/else: ptxas then gives each branch the
     // register budget its setmaxnreg sets (an early return instead keeps everyone at 168).
-    hopper::regs_alloc<C::kConsumerRegs>();
+    sm90::regs_alloc<C::kConsumerRegs>();
     consume<C, T, D>(Qs, Ks, Vs, bar, o, p, scale, q0, h, b, n_tiles, wg - 1, t);
   }
 #endif
@@ -447,9 +452,9 @@ void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionPar
   if (C::kSmemBytes > limit)
     throw std::runtime_error("flash_attention_wgmma: needs " + std::to_string(C::kSmemBytes) +
                              " bytes of shared memory per block, the limit is " + std::to_string(limit));
-  const CUtensorMap tm_q = hopper::make_tensor_map_sw128(q, uint64_t(p.batch) * p.heads_q, p.seq_q, D, C::kBr);
-  const CUtensorMap tm_k = hopper::make_tensor_map_sw128(k, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
-  const CUtensorMap tm_v = hopper::make_tensor_map_sw128(v, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
+  const CUtensorMap tm_q = sm90::make_tensor_map_sw128(q, uint64_t(p.batch) * p.heads_q, p.seq_q, D, C::kBr);
+  const CUtensorMap tm_k = sm90::make_tensor_map_sw128(k, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
+  const CUtensorMap tm_v = sm90::make_tensor_map_sw128(v, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
   auto kernel = hopper_flash_kernel<C, T, D>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
   const dim3 grid((p.seq_q + C::kBr - 1) / C::kBr, p.heads_q, p.batch);
