@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model_config.h"
+#include "random_init.h"
 
 namespace serving {
 
@@ -37,6 +38,7 @@ struct HostWeights {
 struct WeightSlot {
   std::string name;            // "model.layers.3.self_attn.q_proj.weight"
   std::vector<int64_t> shape;  // {Hq·D, hidden}
+  TensorKind kind;             // its random-init id: random_tensor_id(kind, layer)
   int layer;                   // -1 for embed, final norm and lm_head
   std::vector<uint16_t>* dst;  // the vector it fills (nullptr from the const overload)
 };
