@@ -128,8 +128,10 @@ TEST_CASE("scheduler: running sequences are served before new prompts", "[day11]
   KvBlockManager kv(16, 4, 8);
   Scheduler sched(config(8, 4, 4), kv);
   sched.add(seq(1, 2, 4));
-  INFO("step 1: sequence 1 alone");
-  CHECK(show(step(sched)) == "1:0+2!");
+  {
+    INFO("step 1: sequence 1 alone");
+    CHECK(show(step(sched)) == "1:0+2!");
+  }
   sched.add(seq(2, 8, 2));
   run_script(sched, kv,
              {
@@ -194,7 +196,7 @@ TEST_CASE("scheduler: max_num_seqs caps the running list", "[day11][02_batch_sch
   run_script(sched, kv, {"1:1+1! 2:1+1!", "3:0+1!", "3:1+1!"});
 }
 
-TEST_CASE("scheduler: admission is first come, first served", "[day11][02_batch_scheduler][quick]") {
+TEST_CASE("scheduler: admission is first come first served", "[day11][02_batch_scheduler][quick]") {
   // 4 blocks of 4 tokens. Sequence 2's prompt needs 3 blocks while sequence 1 holds 2; sequence 3
   // would fit in the one free block, but it came after 2 and must not overtake it.
   KvBlockManager kv(4, 4, 4);
@@ -216,7 +218,7 @@ TEST_CASE("scheduler: admission is first come, first served", "[day11][02_batch_
              });
 }
 
-TEST_CASE("scheduler: the youngest is preempted when pages run out, and recomputed later",
+TEST_CASE("scheduler: the youngest is preempted when pages run out and recomputed later",
           "[day11][02_batch_scheduler][quick]") {
   // The lesson's worked example: 4 blocks of 2 tokens, three sequences of a 2-token prompt.
   KvBlockManager kv(4, 2, 4);
@@ -224,9 +226,11 @@ TEST_CASE("scheduler: the youngest is preempted when pages run out, and recomput
   sched.add(seq(1, 2, 4));
   sched.add(seq(2, 2, 4));
   sched.add(seq(3, 2, 2));
-  INFO("step 1");
-  CHECK(show(step(sched)) == "1:0+2! 2:0+2! 3:0+2!");
-  CHECK(kv.num_free_blocks() == 1);
+  {
+    INFO("step 1");
+    CHECK(show(step(sched)) == "1:0+2! 2:0+2! 3:0+2!");
+    CHECK(kv.num_free_blocks() == 1);
+  }
   {
     INFO("step 2: 1 takes the last block, 2 finds none and the youngest, 3, is preempted");
     const StepPlan plan = sched.schedule();
@@ -241,8 +245,10 @@ TEST_CASE("scheduler: the youngest is preempted when pages run out, and recomput
     CHECK(show(sched.waiting()) == "{3}");
     sched.commit(plan);
   }
-  INFO("step 3: sequence 3 needs 2 blocks for its 3 tokens, none is free");
-  CHECK(show(step(sched)) == "1:3+1! 2:3+1!");
+  {
+    INFO("step 3: sequence 3 needs 2 blocks for its 3 tokens, none is free");
+    CHECK(show(step(sched)) == "1:3+1! 2:3+1!");
+  }
   {
     INFO("step 4: 1 needs a block again; the youngest running is 2 now");
     const StepPlan plan = sched.schedule();
@@ -250,8 +256,10 @@ TEST_CASE("scheduler: the youngest is preempted when pages run out, and recomput
     CHECK(show(sched.waiting()) == "{2,3}");  // the preempted go to the front
     sched.commit(plan);
   }
-  INFO("steps 5 and 6: 2 recomputes prompt + 3 generated tokens, then 3 its 2 + 1");
-  run_script(sched, kv, {"2:0+5!", "3:0+3!"});
+  {
+    INFO("steps 5 and 6: 2 recomputes prompt + 3 generated tokens, then 3 its 2 + 1");
+    run_script(sched, kv, {"2:0+5!", "3:0+3!"});
+  }
   CHECK(sched.sequence(1).num_generated == 4);
   CHECK(sched.sequence(2).num_generated == 4);
   CHECK(sched.sequence(3).num_generated == 2);
@@ -455,6 +463,10 @@ bool simulate(const Workload& w, uint64_t seed, int max_steps = 20000) {
       }
       const int left = s.total_len() - s.num_computed;
       const int want = std::min({left, w.cfg.max_prefill_chunk, budget_left});
+      if (c.num_tokens < 1) {
+        FAIL_CHECK("sequence " << c.seq_id << " has a chunk of " << c.num_tokens << " tokens (at least 1)");
+        return false;
+      }
       if (c.first_token != s.num_computed || c.num_tokens != want || c.samples != (c.num_tokens == left)) {
         FAIL_CHECK("sequence " << c.seq_id << " (total_len " << s.total_len() << ", num_computed " << s.num_computed
                                << ") got chunk " << c.first_token << "+" << c.num_tokens << (c.samples ? "!" : "")
