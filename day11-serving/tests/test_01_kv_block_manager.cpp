@@ -229,7 +229,7 @@ TEST_CASE("blocks_for_tokens: ceil at the block edges", "[day11][01_kv_block_man
   CHECK(blocks_for_tokens(INT_MAX - 1, INT_MAX) == 1);
 }
 
-TEST_CASE("KvBlockManager: the lesson's worked example (block_size 4, 8 blocks)", "[day11][01_kv_block_manager]") {
+TEST_CASE("KvBlockManager: the lesson's worked example", "[day11][01_kv_block_manager]") {
   // The steps of 01_kv_block_manager/03-a-worked-example.md: the counts, tables and slots must
   // be those of the page (block ids are the manager's choice: ownership is what is checked).
   KvBlockManager kv(8, 4, 4);
