@@ -1975,10 +1975,130 @@ def fig_zigzag_split():
 
 
 # =============================================================================================
+# kv_block_pool: day 11 · 01's worked example: the pool, two block tables, the free stack
+# =============================================================================================
+class KvBlockManagerModel:
+    """solutions/day11-serving/01_kv_block_manager.cu: the free pool is a stack with block 0 on
+    top; append takes the blocks the new length needs from the top, all or nothing; free pushes a
+    table's blocks back in reverse, so its first block is on top again."""
+
+    def __init__(self, num_blocks, block_size, max_blocks):
+        self.bs, self.max_blocks = block_size, max_blocks
+        self.free = list(range(num_blocks - 1, -1, -1))  # the top is the end of the list
+        self.tokens, self.table = {}, {}
+
+    def append(self, seq, n):
+        held = self.tokens.get(seq, 0)
+        needed = -(-(held + n) // self.bs)
+        add = needed - len(self.table.get(seq, []))
+        if needed > self.max_blocks or add > len(self.free):
+            return False
+        self.tokens[seq] = held + n
+        self.table.setdefault(seq, []).extend(self.free.pop() for _ in range(add))
+        return True
+
+    def release(self, seq):
+        self.free.extend(reversed(self.table.pop(seq)))
+        del self.tokens[seq]
+
+    def slot_of(self, seq, t):
+        return self.table[seq][t // self.bs] * self.bs + t % self.bs
+
+
+def kv_worked_example():
+    """The steps of day11-serving/01_kv_block_manager/03-a-worked-example.md."""
+    m = KvBlockManagerModel(8, 4, 4)
+    steps = [("A", 6, True), ("B", 3, True), ("C", 9, True), ("A", 1, True), ("B", 1, True), ("B", 1, True),
+             ("A", 6, False), ("C", None, True), ("A", 6, True)]
+    for seq, n, ok in steps:
+        if n is None:
+            m.release(seq)
+        else:
+            assert m.append(seq, n) == ok, (seq, n)
+    assert m.table == {"A": [0, 1, 3, 4], "B": [2, 6]} and m.tokens == {"A": 13, "B": 5} and m.free == [7, 5]
+    assert m.slot_of("A", 9) == 13 and m.slot_of("B", 4) == 24
+    return m
+
+
+def fig_kv_block_pool():
+    m = kv_worked_example()
+    bs, n_pool = m.bs, 8
+    seq_col = {"A": Q, "B": K}
+    svg = Svg(960, 560, "KV block manager: a pool of blocks, one block table per sequence, a free stack",
+              "A pool of 8 physical blocks of 4 token slots each. Sequence A holds 13 tokens in blocks 0, 1, 3 "
+              "and 4 (its block table), sequence B holds 5 tokens in blocks 2 and 6; blocks 5 and 7 are on the "
+              "free stack, 5 on top. Token 9 of A is in logical block 2, which the table maps to physical block 3: "
+              "slot 3 times 4 plus 1, that is 13.")
+    heading(svg, "KV block manager: block tables over a pool of blocks, and a free stack",
+            "block_size 4, 8 blocks, max_blocks_per_seq 4; the worked example after its 9 steps (C was freed)")
+    # the pool
+    cw, gap, x0, py = 24, 16, 40, 118
+    bw = bs * cw
+    owner = {b: (s, i) for s, t in m.table.items() for i, b in enumerate(t)}
+    hi_seq, hi_t = "A", 9
+    hi_block = m.table[hi_seq][hi_t // bs]
+    bx = {}
+    svg.text(x0, py - 34, "the pool: k_cache, v_cache [num_blocks, Hkv, block_size, D] of every layer", 13,
+             weight="bold")
+    for p in range(n_pool):
+        x = x0 + p * (bw + gap)
+        bx[p] = x
+        own = owner.get(p)
+        svg.text(x + bw / 2, py - 10, "block %d" % p, 13, "middle", weight="bold" if own else None,
+                 fill=TEXT if own else MUTED)
+        for sl in range(bs):
+            slot = p * bs + sl
+            if own:
+                s, lb = own
+                t = lb * bs + sl
+                live = t < m.tokens[s]
+                c = seq_col[s] if live else OFF
+                hi = s == hi_seq and t == hi_t
+                svg.rect(x + sl * cw, py, cw, 30, c[0], HI if hi else c[1], 2.4 if hi else 1)
+                svg.text(x + sl * cw + cw / 2, py + 20, "%d" % t if live else "·", 12, "middle",
+                         weight="bold" if hi else None, fill=TEXT if live else MUTED)
+            else:
+                svg.rect(x + sl * cw, py, cw, 30, OFF[0], OFF[1], 1)
+            svg.text(x + sl * cw + cw / 2, py + 46, "%d" % slot, 10, "middle", fill=HI if slot == 13 else MUTED)
+    svg.text(x0 + n_pool * (bw + gap) - gap, py + 62, "flat slot = block · 4 + place", 11, "end", fill=MUTED)
+    # the block tables, side by side
+    ty = 262
+    for s, lx, tx in (("A", x0, 180), ("B", 476, 600)):
+        c = seq_col[s]
+        svg.text(lx, ty + 22, "%s: %d tokens" % (s, m.tokens[s]), 14, weight="bold", fill=c[1])
+        svg.text(lx, ty + 42, "block_table(%s)" % s, 12, fill=MUTED, mono=True)
+        for i, b in enumerate(m.table[s]):
+            cx = tx + i * 62
+            hi = s == hi_seq and i == hi_t // bs
+            svg.rect(cx, ty + 4, 54, 32, c[0], HI if hi else c[1], 2.4 if hi else 1.2, 3)
+            svg.text(cx + 27, ty + 25, "%d" % b, 14, "middle", weight="bold")
+            svg.text(cx + 27, ty + 52, "[%d]" % i, 11, "middle", fill=MUTED)
+            svg.line(cx + 27, ty + 3, bx[b] + bw / 2, py + 66, HI if hi else c[1], 1.6 if hi else 1, arrow=True)
+    # the free stack, top first
+    fy = 352
+    svg.text(x0, fy + 22, "free stack", 14, weight="bold")
+    svg.text(x0, fy + 42, "top first", 12, fill=MUTED)
+    for i, b in enumerate(reversed(m.free)):
+        svg.rect(180 + i * 62, fy + 4, 54, 32, OFF[0], TEXT, 1.2, 3)
+        svg.text(207 + i * 62, fy + 25, "%d" % b, 14, "middle", weight="bold")
+    svg.text(180 + len(m.free) * 62 + 8, fy + 25, "append pops blocks from the top; free pushes a table's blocks "
+                                                  "back, its first block last", 12, fill=MUTED)
+    # the slot of one token
+    ey = 452
+    svg.text(24, ey, "Token 9 of A: logical block ⌊9 / 4⌋ = 2, block_table(A)[2] = 3, slot 3 · 4 + 9 mod 4 = 13.",
+             14, weight="bold")
+    svg.text(24, ey + 24, "A grew to 13 tokens only after free(C) returned blocks 3, 4, 5: an append takes all the "
+                          "blocks it needs, or none.", 13, fill=MUTED)
+    svg.legend(24, ey + 62, [(Q, "a token of A"), (K, "a token of B"), (OFF, "a free block, or · an empty slot of "
+                                                                              "a held block")], 12)
+    return svg
+
+
+# =============================================================================================
 FIGURES = ["flash_tiling", "online_softmax_example", "paged_block_table", "gqa_grouping", "split_kv_merge",
            "mma_m16n8k16_fragment", "wgmma_accumulator", "swizzle_128b", "mbarrier_ring", "timeline_overlap",
            "timeline_pingpong", "backward_two_sides", "sliding_window_band", "block_sparse_layout",
-           "rope_rotation", "streams_timeline", "ring_schedule", "zigzag_split"]
+           "rope_rotation", "streams_timeline", "ring_schedule", "zigzag_split", "kv_block_pool"]
 
 
 def generate(name):
