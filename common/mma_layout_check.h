@@ -1,6 +1,7 @@
 // For the [index] tests of the tensor-core exercises (05, 09): the PTX ISA's m16n8k16 fragment
-// layouts written out as the ISA states them, independently of any kernel, and a counter that
-// reports the first few failed index checks instead of thousands.
+// layouts and ldmatrix's lane-to-register rule written out as the ISA states them, independently
+// of any kernel, and a counter that reports the first few failed index checks instead of
+// thousands.
 #pragma once
 
 #include <string>
@@ -27,6 +28,28 @@ inline PtxPos ptx_a_position(int laneid, int i) {
   const int group_id = laneid >> 2, thread_id_in_group = laneid % 4;
   const bool lower = i == 2 || i == 3 || i == 6 || i == 7;
   return {lower ? group_id + 8 : group_id, thread_id_in_group * 2 + (i & 0x1) + (i < 4 ? 0 : 8)};
+}
+
+// B (16 × 8, two .f16x2 registers, four 16-bit b0..b3 per lane, register j holding b2j in its
+// low and b2j+1 in its high half): row = threadID_in_group * 2 + (i & 0x1) for b0, b1 and the
+// same + 8 for b2, b3; col = groupID.
+inline PtxPos ptx_b_position(int laneid, int i) {
+  const int group_id = laneid >> 2, thread_id_in_group = laneid % 4;
+  return {thread_id_in_group * 2 + (i & 0x1) + (i < 2 ? 0 : 8), group_id};
+}
+
+// ldmatrix.x4 (PTX ISA, "Warp-level matrix load instruction: ldmatrix"): lanes 8i .. 8i+7 give
+// the addresses of rows 0..7 of 8 × 8 matrix i, and register i of lane l receives row l / 4,
+// elements 2(l % 4) and 2(l % 4) + 1 of matrix i; with .trans, of matrix i's transpose, i.e.
+// column l / 4, rows 2(l % 4) and 2(l % 4) + 1 as stored. Returns (which matrix row as stored,
+// which column as stored) element h (0: low half, 1: high half) of register i of lane l is.
+struct LdmatrixElement {
+  int source_lane;  // the lane that named the stored row
+  int col;          // 0..7: the column within that 8-element row
+};
+inline LdmatrixElement ptx_ldmatrix_element(int laneid, int i, int h, bool trans) {
+  if (!trans) return {8 * i + laneid / 4, 2 * (laneid % 4) + h};
+  return {8 * i + 2 * (laneid % 4) + h, laneid / 4};
 }
 
 // Counts failed index checks and reports the first few.

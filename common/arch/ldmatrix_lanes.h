@@ -17,19 +17,25 @@ struct LdmatrixSource {
   int chunk;  // 0 or 1: the left or right 8 columns (one 16-byte chunk) of the block's 16
 };
 
-// The A operand (16 × 16, row-major as stored): quarters top-left, bottom-left, top-right,
-// bottom-right become registers a0a1, a2a3, a4a5, a6a7. Also the B operand of a product whose B
-// is stored k-major (rows = the k index: V in P·V) when loaded with .trans: quarter i is then
-// b0b1 / b2b3 of n-fragment i / 2.
+// The A operand (16 × 16, row-major as stored: Q in Q·Kᵀ, P in P·V): quarters top-left,
+// bottom-left, top-right, bottom-right become registers a0a1, a2a3, a4a5, a6a7.
 __host__ __device__ inline LdmatrixSource ldmatrix_a_source(int lane) {
   return {(lane & 7) + ((lane >> 3) & 1) * 8, lane >> 4};
 }
 
-// Two B operands side by side (16 n × 16 k, stored n-major: K's rows in Q·Kᵀ), without .trans:
-// quarters n 0-7 / k 0-7, n 0-7 / k 8-15, n 8-15 / k 0-7, n 8-15 / k 8-15 become b0b1 and b2b3
-// of n-fragment 0, then of n-fragment 1.
-__host__ __device__ inline LdmatrixSource ldmatrix_b_pair_source(int lane) {
+// Two B operands side by side, stored n-major (16 n × 16 k: K's rows in Q·Kᵀ), loaded without
+// .trans: quarters (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15) become
+// b0b1 and b2b3 of n-fragment 0, then of n-fragment 1.
+__host__ __device__ inline LdmatrixSource ldmatrix_b_source(int lane) {
   return {(lane & 7) + (lane >> 4) * 8, (lane >> 3) & 1};
+}
+
+// Two B operands side by side, stored k-major (16 k × 16 n: V's rows are keys in P·V), loaded
+// with .trans: quarters (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15) become
+// b0b1 and b2b3 of n-fragment 0, then of n-fragment 1. The same lanes as the A operand's: the
+// transpose swaps what the rows and columns stand for, not which lane names which row.
+__host__ __device__ inline LdmatrixSource ldmatrix_b_trans_source(int lane) {
+  return {(lane & 7) + ((lane >> 3) & 1) * 8, lane >> 4};
 }
 
 }  // namespace course::arch::sm80

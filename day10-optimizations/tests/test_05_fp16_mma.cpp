@@ -13,8 +13,9 @@
 //   * the shallower pipeline of smaller GPUs, chosen here through COURSE_SMEM_LIMIT.
 // The log-sum-exp output (the overload with `lse`) is checked against common/reference_backward.h.
 //
-// The [index] cases check the index helpers mma_acc_row, mma_acc_key and mma_p_a_source on the
-// CPU alone (no CUDA call) against the fragment tables of the PTX ISA ("Matrix Fragments for
+// The [index] cases check the index helpers mma_acc_row, mma_acc_key and mma_p_a_source, and the
+// given ldmatrix lane helpers of common/arch/ldmatrix_lanes.h (which row of Q, K and V each lane
+// names), on the CPU alone (no CUDA call) against the fragment tables of the PTX ISA ("Matrix Fragments for
 // mma.m16n8k16 with floating point type"), written out below independently of the kernel:
 // `build/bin/sol_05_fp16_mma "[index]"` runs them without a GPU.
 #include <cmath>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "05_fp16_mma.h"
+#include "arch/ldmatrix_lanes.h"
 #include "gpu_test.h"
 #include "half_types.h"
 #include "mma_layout_check.h"
@@ -109,7 +111,9 @@ void run_grid(const std::string& name, const std::vector<Case>& cases) {
 
 using course::IndexFailures;
 using course::ptx_a_position;
+using course::ptx_b_position;
 using course::ptx_c_position;
+using course::ptx_ldmatrix_element;
 using course::PtxPos;
 
 }  // namespace
@@ -146,6 +150,52 @@ TEST_CASE("mma_acc_row, mma_acc_key: every lane and element lands where the PTX 
     }
   }
   f.summary("mma_acc_row / mma_acc_key");
+}
+
+// One ldmatrix.x4 of a 16 × 16 block, each lane naming (row, chunk) = source(lane): register i,
+// half h of every lane must hold the element of the block that `want(lane, i, h)` names (row and
+// column as stored).
+template <class Source, class Want>
+void check_ldmatrix(IndexFailures& f, const char* name, Source source, bool trans, Want want) {
+  for (int lane = 0; lane < 32; ++lane) {
+    const course::arch::sm80::LdmatrixSource s = source(lane);
+    f.check(s.row >= 0 && s.row < 16 && (s.chunk == 0 || s.chunk == 1),
+            std::string(name) + "(" + std::to_string(lane) + ") = {row " + std::to_string(s.row) + ", chunk " +
+                std::to_string(s.chunk) + "}: outside the 16 × 16 block (rows 0..15, chunks 0, 1)");
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 4; ++i) {
+      for (int h = 0; h < 2; ++h) {
+        const course::LdmatrixElement e = ptx_ldmatrix_element(lane, i, h, trans);
+        const course::arch::sm80::LdmatrixSource s = source(e.source_lane);
+        const PtxPos got{s.row, 8 * s.chunk + e.col}, w = want(lane, i, h);
+        std::ostringstream at;
+        at << name << ": lane " << lane << ", register " << i << ", " << (h ? "high" : "low")
+           << " half comes from lane " << e.source_lane << "'s row, i.e. block (row " << got.row << ", column "
+           << got.col << "); the mma operand wants (row " << w.row << ", column " << w.col << ") there";
+        f.check(got.row == w.row && got.col == w.col, at.str());
+      }
+    }
+  }
+}
+
+TEST_CASE("ldmatrix lane sources: Q, K and V fragments come out in the PTX A and B layouts", "[index][quick]") {
+  IndexFailures f;
+  // Q (A, row-major, plain load): register i is a(2i), a(2i+1).
+  check_ldmatrix(f, "ldmatrix_a_source", course::arch::sm80::ldmatrix_a_source, false,
+                 [](int lane, int i, int h) { return ptx_a_position(lane, 2 * i + h); });
+  // K (rows = keys = n, columns = head dim = k; plain load): register i is b(2(i%2)) .. of n-fragment i/2.
+  check_ldmatrix(f, "ldmatrix_b_source", course::arch::sm80::ldmatrix_b_source, false, [](int lane, int i, int h) {
+    const PtxPos b = ptx_b_position(lane, 2 * (i % 2) + h);
+    return PtxPos{8 * (i / 2) + b.col, b.row};
+  });
+  // V (rows = keys = k, columns = head dim = n; .trans): the same registers, V as stored.
+  check_ldmatrix(f, "ldmatrix_b_trans_source", course::arch::sm80::ldmatrix_b_trans_source, true,
+                 [](int lane, int i, int h) {
+                   const PtxPos b = ptx_b_position(lane, 2 * (i % 2) + h);
+                   return PtxPos{b.row, 8 * (i / 2) + b.col};
+                 });
+  f.summary("ldmatrix_a_source / ldmatrix_b_source / ldmatrix_b_trans_source");
 }
 
 TEST_CASE("mma_p_a_source: every A register of P holds what the PTX A layout expects, from the lane's own accumulators",

@@ -23,6 +23,7 @@
 #include "check_attention_args.h"
 #include "arch/async_copy.cuh"
 #include "cuda_check.h"
+#include "arch/ldmatrix_lanes.h"
 #include "arch/sm80.cuh"
 #include "smem_limit.h"
 
@@ -89,6 +90,9 @@ __device__ __forceinline__ void load_tile(T* tile, const T* gmem, int row0, int 
 // The PTX wrappers (ldmatrix.x4 and its .trans form, mma.sync m16n8k16, two floats packed into one
 // 16-bit pair) live in common/arch/sm80.cuh, shared with exercise 09 (the backward pass); the lesson
 // explains each ("ldmatrix: fragments straight from shared memory").
+using course::arch::sm80::ldmatrix_a_source;
+using course::arch::sm80::ldmatrix_b_source;
+using course::arch::sm80::ldmatrix_b_trans_source;
 using course::arch::sm80::ldmatrix_x4;
 using course::arch::sm80::ldmatrix_x4_trans;
 using course::arch::sm80::mma_16816;
@@ -146,7 +150,8 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t qf[D / 16][4];
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    ldmatrix_x4(qf[kk], Qs + swizzled<D>(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * kk + (lane >> 4)));
+    ldmatrix_x4(qf[kk],
+                Qs + swizzled<D>(warp * 16 + ldmatrix_a_source(lane).row, 2 * kk + ldmatrix_a_source(lane).chunk));
 
   // Row statistics of rows g and g+8 of this warp's 16. Each lane of a quad holds the same m.
   // ℓ is an accumulator fragment like O's, of the product P·(a column of ones): the tensor core
@@ -184,7 +189,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int np = 0; np < kBc / 16; ++np) {
         uint32_t kf[4];
-        ldmatrix_x4(kf, Kt + swizzled<D>(np * 16 + (lane & 7) + (lane >> 4) * 8, 2 * kk + ((lane >> 3) & 1)));
+        ldmatrix_x4(kf,
+                    Kt + swizzled<D>(np * 16 + ldmatrix_b_source(lane).row, 2 * kk + ldmatrix_b_source(lane).chunk));
         mma_16816<T>(s[2 * np], qf[kk], kf[0], kf[1]);
         mma_16816<T>(s[2 * np + 1], qf[kk], kf[2], kf[3]);
       }
@@ -260,7 +266,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         uint32_t vf[4];
-        ldmatrix_x4_trans(vf, Vt + swizzled<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * dp + (lane >> 4)));
+        ldmatrix_x4_trans(vf, Vt + swizzled<D>(kk * 16 + ldmatrix_b_trans_source(lane).row,
+                                               2 * dp + ldmatrix_b_trans_source(lane).chunk));
         mma_16816<T>(acc[2 * dp], pa, vf[0], vf[1]);
         mma_16816<T>(acc[2 * dp + 1], pa, vf[2], vf[3]);
       }
