@@ -58,6 +58,24 @@ std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>
   return rms_scale(rms_normalized(x, tokens, hidden, eps), weight, tokens, hidden, round);
 }
 
+std::vector<float> rmsnorm_allowed(const std::vector<float>& got, const std::vector<float>& x,
+                                   const std::vector<float>& weight, int tokens, int hidden, double eps, RoundFn round,
+                                   double inv_slack) {
+  if (got.size() != x.size()) throw std::invalid_argument("reference rmsnorm_allowed: got and x sizes differ");
+  const std::vector<double> n = rms_normalized(x, tokens, hidden, eps);
+  std::vector<double> lo(n.size()), hi(n.size());
+  for (size_t e = 0; e < n.size(); ++e) {
+    lo[e] = n[e] * (1.0 - inv_slack);
+    hi[e] = n[e] * (1.0 + inv_slack);
+  }
+  const std::vector<float> out_lo = rms_scale(lo, weight, tokens, hidden, round);
+  const std::vector<float> out_hi = rms_scale(hi, weight, tokens, hidden, round);
+  std::vector<float> ref = rms_scale(n, weight, tokens, hidden, round);
+  for (size_t e = 0; e < n.size(); ++e)
+    if (got[e] == out_lo[e] || got[e] == out_hi[e]) ref[e] = got[e];
+  return ref;
+}
+
 std::vector<float> residual_add(const std::vector<float>& residual, const std::vector<float>& x, RoundFn round) {
   if (residual.size() != x.size()) throw std::invalid_argument("reference residual_add: sizes differ");
   std::vector<float> r(x.size());

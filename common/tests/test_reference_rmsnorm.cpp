@@ -93,6 +93,43 @@ TEST_CASE("reference rmsnorm: two roundings, as Hugging Face, not one", "[refere
   CHECK(course::round_to_half(none[0]) == 1.5009765625f);
 }
 
+TEST_CASE("reference rmsnorm_allowed: accepts what an fp32 inverse RMS can give, nothing else",
+          "[reference][rmsnorm]") {
+  const int tokens = 4, hidden = 576;
+  for (ref::RoundFn round :
+       {static_cast<ref::RoundFn>(course::round_to_half), static_cast<ref::RoundFn>(course::round_to_bf16)}) {
+    const auto x = [&] {
+      auto v = randn(size_t(tokens) * hidden, 5);
+      for (float& e : v) e = round(e);
+      return v;
+    }();
+    std::vector<float> w = randn(hidden, 6, 1.f, 0.5f);
+    for (float& e : w) e = round(e);
+    const auto exact = ref::rmsnorm(x, w, tokens, hidden, 1e-5, round);
+    CHECK(ref::rmsnorm_allowed(exact, x, w, tokens, hidden, 1e-5, round, 1e-4) == exact);
+    // An inverse RMS 3e-5 relative off: some elements round the other way, every one allowed.
+    auto n = ref::rms_normalized(x, tokens, hidden, 1e-5);
+    for (double& e : n) e *= 1.0 + 3e-5;
+    const auto shifted = ref::rms_scale(n, w, tokens, hidden, round);
+    CHECK(ref::rmsnorm_allowed(shifted, x, w, tokens, hidden, 1e-5, round, 1e-4) == shifted);
+    // One rounding instead of two: differs from HF's order, and is not allowed where it differs.
+    const auto one = ref::rms_scale(ref::rms_normalized(x, tokens, hidden, 1e-5), w, tokens, hidden, nullptr);
+    std::vector<float> one_rd(one.size());
+    for (size_t e = 0; e < one.size(); ++e) one_rd[e] = round(one[e]);
+    const auto allowed = ref::rmsnorm_allowed(one_rd, x, w, tokens, hidden, 1e-5, round, 1e-4);
+    long long differ = 0, rejected = 0;
+    for (size_t e = 0; e < one.size(); ++e) {
+      differ += one_rd[e] != exact[e];
+      rejected += allowed[e] != one_rd[e];
+    }
+    CHECK(differ > 0);
+    // Where the two orders differ, r · inv often lies near a midpoint of the first rounding, and
+    // so within the slack of rounding the other way: in fp16 about a third of those elements are
+    // also a value an fp32 inverse RMS could give. The rest are rejected.
+    CHECK(rejected >= differ / 2);
+  }
+}
+
 TEST_CASE("reference residual_add: rd(residual + x), exact sums rounded once", "[reference][rmsnorm]") {
   // fp16: 1 + 2^-11 is a tie between 1 and 1 + 2^-10: nearest even gives 1.
   const auto r = ref::residual_add({1.f, 1000.f, -3.f}, {std::ldexp(1.f, -11), 0.25f, 3.f}, course::round_to_half);
