@@ -38,9 +38,11 @@ RmsnormPartition rmsnorm_partition(int hidden) {
   // TODO(1) (≈ 3 lines): the fewest vectors per thread (1 or 2) that fit the block's 1024
   //          threads, then the fewest whole warps that cover the row's vectors with that many
   //          each (lesson: "One block per row").
+  // snippet-begin: partition
   const int per_thread = (vectors + kMaxThreads - 1) / kMaxThreads;
   const int needed = (vectors + per_thread - 1) / per_thread;
   return {(needed + kWarp - 1) / kWarp * kWarp, per_thread};
+  // snippet-end: partition
 }
 
 namespace {
@@ -59,8 +61,10 @@ struct alignas(16) Vec8 {
 __device__ __forceinline__ float warp_sum(float v) {
   // TODO(2) (≈ 3 lines): every lane adds the values of the other 31 lanes, through register
   //          shuffles, no shared memory (lesson: "The block reduction").
+  // snippet-begin: warp-sum
 #pragma unroll
   for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  // snippet-end: warp-sum
   return v;
 }
 
@@ -85,6 +89,7 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_kernel(const T* x, T*
   //          keep r and the weight in registers, and add the squares of the rounded r to sum_sq
   //          in fp32 (lesson: "Rounding where Hugging Face rounds" and "fp32 for the sum of
   //          squares").
+  // snippet-begin: pass-1
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     const int v = int(threadIdx.x) + k * int(blockDim.x);
@@ -105,6 +110,7 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_kernel(const T* x, T*
       sum_sq = fmaf(f, f, sum_sq);
     }
   }
+  // snippet-end: pass-1
 
   // One slot per warp; a block has at most 32 warps.
   __shared__ float warp_sums[kMaxThreads / kWarp];
@@ -112,6 +118,7 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_kernel(const T* x, T*
   // TODO(4) (≈ 8 lines): the block's sum of squares from every thread's sum_sq (warp by warp,
   //          then across the warps through warp_sums), and from it inv_rms (lesson: "The block
   //          reduction").
+  // snippet-begin: reduction
   sum_sq = warp_sum(sum_sq);
   const int warp = int(threadIdx.x) / kWarp, warps = int(blockDim.x) / kWarp;
   if (threadIdx.x % kWarp == 0) warp_sums[warp] = sum_sq;
@@ -119,10 +126,12 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_kernel(const T* x, T*
   float total = 0.f;
   for (int i = 0; i < warps; ++i) total += warp_sums[i];  // same order in every thread: one inv_rms
   inv_rms = rsqrtf(total / float(hidden) + eps);
+  // snippet-end: reduction
 
   // TODO(5) (≈ 9 lines): pass 2 over the same vectors: normalise each r in fp32, round to T,
   //          multiply by the weight in fp32, round to T, and store the vector into out (lesson:
   //          "Rounding where Hugging Face rounds").
+  // snippet-begin: pass-2
 #pragma unroll
   for (int k = 0; k < kVecs; ++k) {
     const int v = int(threadIdx.x) + k * int(blockDim.x);
@@ -135,6 +144,7 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_kernel(const T* x, T*
     }
     out_row[v] = o;
   }
+  // snippet-end: pass-2
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
