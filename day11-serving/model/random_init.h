@@ -15,8 +15,9 @@
 // - the hash is 64-bit integer arithmetic (wrap-around multiplication, xor, shifts): exact;
 // - S is an integer with |S| < 2^18, so float(S) is exact;
 // - scale = std · kRandomInvSigma and float(S) · scale are two IEEE fp32 multiplications, each
-//   correctly rounded to nearest on the CPU and the GPU. No addition follows a multiplication,
-//   so no compiler can contract anything into an FMA (which would round once instead of twice);
+//   correctly rounded to nearest on the CPU and the GPU (__fmul_rn on the device). No addition
+//   follows a multiplication, so nothing can be contracted into an FMA (which would round once
+//   instead of twice);
 //   no transcendental function or division is involved. Flush-to-zero (--use_fast_math) cannot
 //   matter either: for std >= 1e-30 no nonzero operand or result is an fp32 subnormal;
 // - the fp32 -> fp16 rounding is the integer code below (round to nearest even), not a library
@@ -102,9 +103,13 @@ SERVING_HD inline int32_t random_init_sum(uint64_t bits) {
 
 // A matrix element as fp32, before the fp16 rounding: mean 0, standard deviation `stddev`.
 SERVING_HD inline float random_init_value(uint64_t seed, uint32_t tensor_id, uint64_t index, float stddev) {
-  const float scale = stddev * kRandomInvSigma;
   const float s = static_cast<float>(random_init_sum(random_init_bits(seed, tensor_id, index)));
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(s, __fmul_rn(stddev, kRandomInvSigma));  // never contracted into an FMA
+#else
+  const float scale = stddev * kRandomInvSigma;
   return s * scale;
+#endif
 }
 
 // fp32 -> fp16 bits, round to nearest even, overflow to inf, NaN kept (quiet): integer code only.
