@@ -2095,10 +2095,145 @@ def fig_kv_block_pool():
 
 
 # =============================================================================================
+# batch_scheduler_example: day 11 · 02's worked example, step by step (chunks, preemptions, pages)
+# =============================================================================================
+def scheduler_model(num_blocks, bs, cfg, requests, max_steps=64):
+    """The policy of day11-serving/02_batch_scheduler.h on a pool of num_blocks blocks of bs tokens:
+    [(plan, preempted, blocks held after planning {id: n}, free blocks after planning)] per step."""
+    max_num_seqs, budget0, chunk_max = cfg
+    seqs = {i: {"prompt": p, "max_new": m, "gen": 0, "comp": 0, "kv": 0} for i, p, m in requests}
+    running, waiting, steps = [], [i for i, _, _ in requests], []
+
+    def held(i):  # blocks for the sequence's tokens (ceil)
+        return -(-seqs[i]["kv"] // bs)
+
+    def free():
+        return num_blocks - sum(held(i) for i in seqs)
+
+    def append(i, n):
+        s = seqs[i]
+        if -(-(s["kv"] + n) // bs) - held(i) > free():
+            return False
+        s["kv"] += n
+        return True
+
+    for _ in range(max_steps):
+        if not running and not waiting:
+            return steps
+        plan, pre, budget = [], [], budget0
+        for i in list(running):
+            if i not in running:
+                break
+            s = seqs[i]
+            want = min(s["prompt"] + s["gen"] - s["comp"], chunk_max, budget)
+            if want == 0:
+                continue
+            while not append(i, want):
+                v = running.pop()
+                seqs[v]["kv"], seqs[v]["comp"] = 0, 0
+                waiting.insert(0, v)
+                pre.append(v)
+                if v == i:
+                    break
+            if i in running:
+                plan.append((i, s["comp"], want, s["comp"] + want == s["prompt"] + s["gen"]))
+                budget -= want
+        while not pre and waiting and len(running) < max_num_seqs and budget > 0:
+            i = waiting[0]
+            s = seqs[i]
+            n = min(s["prompt"] + s["gen"] - s["comp"], chunk_max, budget)
+            if not append(i, n):
+                break
+            running.append(waiting.pop(0))
+            plan.append((i, s["comp"], n, s["comp"] + n == s["prompt"] + s["gen"]))
+            budget -= n
+        steps.append((plan, pre, {i: held(i) for i in seqs}, free()))
+        for i, first, n, samples in plan:  # commit
+            s = seqs[i]
+            s["comp"] += n
+            s["gen"] += 1 if samples else 0
+            if samples and s["gen"] == s["max_new"]:
+                s["kv"] = 0
+                running.remove(i)
+    raise AssertionError("scheduler_model: not finished after %d steps" % max_steps)
+
+
+def fig_batch_scheduler_example():
+    requests = [(1, 2, 4), (2, 2, 4), (3, 2, 2)]
+    steps = scheduler_model(4, 2, (4, 16, 16), requests)
+
+    def show(plan):  # the tests' notation: id:first+n, ! when the chunk samples
+        return " ".join("%d:%d+%d%s" % (i, f, n, "!" if smp else "") for i, f, n, smp in plan)
+    # The page's table and the test's expected plans (day11-serving/tests/test_02_batch_scheduler.cpp).
+    assert [(show(p), pre) for p, pre, _, _ in steps] == [
+        ("1:0+2! 2:0+2! 3:0+2!", []), ("1:2+1! 2:2+1!", [3]), ("1:3+1! 2:3+1!", []), ("1:4+1!", [2]),
+        ("2:0+5!", []), ("3:0+3!", [])], steps
+    assert [f for _, _, _, f in steps] == [1, 0, 0, 1, 1, 2]
+    svg = Svg(960, 452, "Continuous batching: the worked example of day 11 exercise 02, step by step",
+              "Three requests on a cache of 4 blocks of 2 tokens, over six steps. Step 1 admits all three "
+              "prompts. In step 2 sequence 1 takes the last free block, sequence 2 finds none and the youngest, "
+              "3, is preempted. Step 3 decodes 1 and 2; 3 waits for 2 blocks. In step 4 sequence 1 needs a "
+              "third block and 2 is preempted; 1 finishes. Step 5 recomputes 2 with its 5 known tokens, step 6 "
+              "recomputes 3 with its 3.")
+    heading(svg, "Continuous batching with preemption: three requests, a cache of 4 blocks of 2 tokens",
+            "each cell: the sequence's chunk in that step (first token + tokens, ! when it samples) and the "
+            "blocks it holds")
+    x0, y0, cw, ch = 150, 96, 132, 62
+    n = len(steps)
+    for t in range(n):
+        svg.text(x0 + t * cw + cw / 2, y0 - 12, "step %d" % (t + 1), 13, "middle", weight="bold")
+    max_new = {i: m for i, _, m in requests}
+    finished_before, preempted_before, gen, fin, pre_seen = [], [], {i: 0 for i in max_new}, set(), set()
+    for plan, pre, _, _ in steps:  # the state each column starts from
+        finished_before.append(set(fin))
+        preempted_before.append(set(pre_seen))
+        for i, _, _, smp in plan:
+            gen[i] += 1 if smp else 0
+            if gen[i] == max_new[i]:
+                fin.add(i)
+        pre_seen |= set(pre)
+    for r, (i, prompt, new) in enumerate(requests):
+        y = y0 + r * ch
+        svg.text(x0 - 14, y + 26, "sequence %d" % i, 13, "end", weight="bold")
+        svg.text(x0 - 14, y + 44, "prompt %d, %d new" % (prompt, new), 11, "end", fill=MUTED)
+        for t, (plan, pre, held, _) in enumerate(steps):
+            x = x0 + t * cw
+            chunk = [c for c in plan if c[0] == i]
+            if i in finished_before[t]:
+                svg.text(x + cw / 2, y + 36, "finished", 12, "middle", fill=MUTED, italic=True)
+            elif chunk:
+                _, first, k, smp = chunk[0]
+                kind = K if first == 0 and i in preempted_before[t] else (Q if first == 0 else TEAL)
+                svg.box(x + 8, y + 8, cw - 16, ch - 16, kind)
+                svg.text(x + cw / 2, y + 29, "%d+%d%s" % (first, k, " !" if smp else ""), 14, "middle",
+                         weight="bold", mono=True)
+                for b in range(held[i]):
+                    svg.rect(x + cw / 2 - held[i] * 7 + b * 14 + 2, y + 36, 10, 10, WHITE, kind[1], 1)
+            elif i in pre:
+                svg.box(x + 8, y + 8, cw - 16, ch - 16, (WHITE, HI), 1.6, dash="4 3")
+                svg.text(x + cw / 2, y + 36, "preempted", 13, "middle", weight="bold", fill=HI)
+            else:
+                svg.box(x + 8, y + 8, cw - 16, ch - 16, OFF)
+                svg.text(x + cw / 2, y + 36, "waiting", 12, "middle", fill=MUTED)
+    yb = y0 + len(requests) * ch
+    svg.text(x0 - 14, yb + 26, "free blocks", 13, "end", weight="bold")
+    for t, (_, _, _, f) in enumerate(steps):
+        svg.text(x0 + t * cw + cw / 2, yb + 26, "%d of 4" % f, 13, "middle")
+    grid_lines(svg, x0, y0, cw, ch, n, len(requests) + 1)
+    svg.legend(24, yb + ch + 40, [(Q, "prompt"), (TEAL, "decode"), (K, "recompute after preemption"),
+                                  ((WHITE, HI), "preempted: pages freed, to the queue's front"),
+                                  (OFF, "waiting")], 12)
+    svg.text(24, yb + ch + 68, "Blocks held after planning are the small squares. The youngest running "
+                               "sequence is preempted; the oldest, 1, runs in every step until it finishes.",
+             12, fill=MUTED)
+    return svg
+
+# =============================================================================================
 FIGURES = ["flash_tiling", "online_softmax_example", "paged_block_table", "gqa_grouping", "split_kv_merge",
            "mma_m16n8k16_fragment", "wgmma_accumulator", "swizzle_128b", "mbarrier_ring", "timeline_overlap",
            "timeline_pingpong", "backward_two_sides", "sliding_window_band", "block_sparse_layout",
-           "rope_rotation", "streams_timeline", "ring_schedule", "zigzag_split", "kv_block_pool"]
+           "rope_rotation", "streams_timeline", "ring_schedule", "zigzag_split", "kv_block_pool",
+           "batch_scheduler_example"]
 
 
 def generate(name):
