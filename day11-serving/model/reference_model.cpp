@@ -72,53 +72,24 @@ ReferenceModel::ReferenceModel(const HostWeights& w) : config_(w.config) {
     throw std::invalid_argument("ReferenceModel: " + std::to_string(w.layers.size()) + " layers, the config says " +
                                 std::to_string(config_.num_layers));
   }
-  auto take = [](const std::vector<uint16_t>& bits, const std::vector<int64_t>& shape, const std::string& name) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    if (static_cast<int64_t>(bits.size()) != n) {
-      throw std::invalid_argument("ReferenceModel: tensor '" + name + "' holds " + std::to_string(bits.size()) +
-                                  " values, expected " + std::to_string(n));
-    }
-    return to_float(bits);
-  };
   layers_.resize(config_.num_layers);
   for (const WeightSlot& s : weight_slots(config_)) {
-    if (s.layer < 0) {
-      if (s.kind == TensorKind::kEmbed) embed_ = take(w.embed, s.shape, s.name);
-      if (s.kind == TensorKind::kFinalNorm) final_norm_ = take(w.final_norm, s.shape, s.name);
-      if (s.kind == TensorKind::kLmHead) out_ = take(w.lm_head, s.shape, s.name);
-      continue;
+    const std::vector<uint16_t>& bits = w.tensor(s);
+    int64_t n = 1;
+    for (int64_t d : s.shape) n *= d;
+    if (static_cast<int64_t>(bits.size()) != n) {
+      throw std::invalid_argument("ReferenceModel: tensor '" + s.name + "' holds " + std::to_string(bits.size()) +
+                                  " values, expected " + std::to_string(n));
     }
-    const LayerWeights& src = w.layers[s.layer];
-    Layer& l = layers_[s.layer];
-    switch (s.kind) {
-      case TensorKind::kInputNorm:
-        l.input_norm = take(src.input_norm, s.shape, s.name);
-        break;
-      case TensorKind::kQ:
-        l.q = take(src.q, s.shape, s.name);
-        break;
-      case TensorKind::kK:
-        l.k = take(src.k, s.shape, s.name);
-        break;
-      case TensorKind::kV:
-        l.v = take(src.v, s.shape, s.name);
-        break;
-      case TensorKind::kO:
-        l.o = take(src.o, s.shape, s.name);
-        break;
-      case TensorKind::kPostNorm:
-        l.post_norm = take(src.post_norm, s.shape, s.name);
-        break;
-      case TensorKind::kGate:
-        l.gate = take(src.gate, s.shape, s.name);
-        break;
-      case TensorKind::kUp:
-        l.up = take(src.up, s.shape, s.name);
-        break;
-      default:
-        l.down = take(src.down, s.shape, s.name);
-        break;
+    std::vector<float> t = to_float(bits);
+    if (s.kind == TensorKind::kEmbed) {
+      embed_ = std::move(t);
+    } else if (s.kind == TensorKind::kFinalNorm) {
+      final_norm_ = std::move(t);
+    } else if (s.kind == TensorKind::kLmHead) {
+      out_ = std::move(t);
+    } else {
+      layers_[s.layer][s.kind] = std::move(t);
     }
   }
   if (config_.tie_word_embeddings) out_ = embed_;

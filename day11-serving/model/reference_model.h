@@ -53,9 +53,7 @@ class ReferenceModel {
                               const ReferenceOptions& opt = {}) const;
 
  private:
-  struct Layer {
-    std::vector<float> input_norm, q, k, v, o, post_norm, gate, up, down;
-  };
+  using Layer = LayerTensors<float>;
   ModelConfig config_;
   std::vector<float> embed_, final_norm_, out_;  // out_: lm_head or a copy of embed
   std::vector<Layer> layers_;

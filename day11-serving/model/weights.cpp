@@ -20,28 +20,25 @@ namespace serving {
 
 namespace {
 
-std::vector<WeightSlot> make_slots(const ModelConfig& c, HostWeights* w) {
+std::vector<WeightSlot> make_slots(const ModelConfig& c) {
   const int64_t h = c.hidden_size, q = int64_t{c.num_heads} * c.head_dim, kv = int64_t{c.num_kv_heads} * c.head_dim,
                 inter = c.intermediate_size, vocab = c.vocab_size;
   std::vector<WeightSlot> s;
-  s.push_back({"model.embed_tokens.weight", {vocab, h}, TensorKind::kEmbed, -1, w ? &w->embed : nullptr});
+  s.push_back({"model.embed_tokens.weight", {vocab, h}, TensorKind::kEmbed, -1, nullptr});
   for (int i = 0; i < c.num_layers; ++i) {
-    LayerWeights* l = w ? &w->layers[i] : nullptr;
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    s.push_back({p + "input_layernorm.weight", {h}, TensorKind::kInputNorm, i, l ? &l->input_norm : nullptr});
-    s.push_back({p + "self_attn.q_proj.weight", {q, h}, TensorKind::kQ, i, l ? &l->q : nullptr});
-    s.push_back({p + "self_attn.k_proj.weight", {kv, h}, TensorKind::kK, i, l ? &l->k : nullptr});
-    s.push_back({p + "self_attn.v_proj.weight", {kv, h}, TensorKind::kV, i, l ? &l->v : nullptr});
-    s.push_back({p + "self_attn.o_proj.weight", {h, q}, TensorKind::kO, i, l ? &l->o : nullptr});
-    s.push_back({p + "post_attention_layernorm.weight", {h}, TensorKind::kPostNorm, i, l ? &l->post_norm : nullptr});
-    s.push_back({p + "mlp.gate_proj.weight", {inter, h}, TensorKind::kGate, i, l ? &l->gate : nullptr});
-    s.push_back({p + "mlp.up_proj.weight", {inter, h}, TensorKind::kUp, i, l ? &l->up : nullptr});
-    s.push_back({p + "mlp.down_proj.weight", {h, inter}, TensorKind::kDown, i, l ? &l->down : nullptr});
+    s.push_back({p + "input_layernorm.weight", {h}, TensorKind::kInputNorm, i, nullptr});
+    s.push_back({p + "self_attn.q_proj.weight", {q, h}, TensorKind::kQ, i, nullptr});
+    s.push_back({p + "self_attn.k_proj.weight", {kv, h}, TensorKind::kK, i, nullptr});
+    s.push_back({p + "self_attn.v_proj.weight", {kv, h}, TensorKind::kV, i, nullptr});
+    s.push_back({p + "self_attn.o_proj.weight", {h, q}, TensorKind::kO, i, nullptr});
+    s.push_back({p + "post_attention_layernorm.weight", {h}, TensorKind::kPostNorm, i, nullptr});
+    s.push_back({p + "mlp.gate_proj.weight", {inter, h}, TensorKind::kGate, i, nullptr});
+    s.push_back({p + "mlp.up_proj.weight", {inter, h}, TensorKind::kUp, i, nullptr});
+    s.push_back({p + "mlp.down_proj.weight", {h, inter}, TensorKind::kDown, i, nullptr});
   }
-  s.push_back({"model.norm.weight", {h}, TensorKind::kFinalNorm, -1, w ? &w->final_norm : nullptr});
-  if (!c.tie_word_embeddings) {
-    s.push_back({"lm_head.weight", {vocab, h}, TensorKind::kLmHead, -1, w ? &w->lm_head : nullptr});
-  }
+  s.push_back({"model.norm.weight", {h}, TensorKind::kFinalNorm, -1, nullptr});
+  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {vocab, h}, TensorKind::kLmHead, -1, nullptr});
   return s;
 }
 
@@ -118,12 +115,35 @@ void convert_to_half(const SafetensorsFile& f, const TensorInfo& t, std::vector<
 
 }  // namespace
 
-std::vector<WeightSlot> weight_slots(HostWeights& w) {
-  w.layers.resize(w.config.num_layers);
-  return make_slots(w.config, &w);
+std::vector<uint16_t>& HostWeights::tensor(const WeightSlot& slot) {
+  switch (slot.kind) {
+    case TensorKind::kEmbed:
+      return embed;
+    case TensorKind::kFinalNorm:
+      return final_norm;
+    case TensorKind::kLmHead:
+      return lm_head;
+    default:
+      if (slot.layer < 0 || slot.layer >= static_cast<int>(layers.size())) {
+        throw std::invalid_argument("HostWeights: tensor '" + slot.name + "' of layer " + std::to_string(slot.layer) +
+                                    ", but the weights hold " + std::to_string(layers.size()) + " layers");
+      }
+      return layers[slot.layer][slot.kind];
+  }
 }
 
-std::vector<WeightSlot> weight_slots(const ModelConfig& c) { return make_slots(c, nullptr); }
+const std::vector<uint16_t>& HostWeights::tensor(const WeightSlot& slot) const {
+  return const_cast<HostWeights&>(*this).tensor(slot);
+}
+
+std::vector<WeightSlot> weight_slots(HostWeights& w) {
+  w.layers.resize(w.config.num_layers);
+  std::vector<WeightSlot> slots = make_slots(w.config);
+  for (WeightSlot& s : slots) s.dst = &w.tensor(s);
+  return slots;
+}
+
+std::vector<WeightSlot> weight_slots(const ModelConfig& c) { return make_slots(c); }
 
 HostWeights load_hf_weights(const std::string& model_dir) {
   HostWeights w;
@@ -207,35 +227,6 @@ HostWeights random_weights(const ModelConfig& c, uint64_t seed) {
 
 namespace {
 
-// The vector of w that holds slot's tensor.
-const std::vector<uint16_t>& slot_data(const HostWeights& w, const WeightSlot& s) {
-  if (s.layer < 0) {
-    if (s.kind == TensorKind::kEmbed) return w.embed;
-    return s.kind == TensorKind::kFinalNorm ? w.final_norm : w.lm_head;
-  }
-  const LayerWeights& l = w.layers[s.layer];
-  switch (s.kind) {
-    case TensorKind::kInputNorm:
-      return l.input_norm;
-    case TensorKind::kQ:
-      return l.q;
-    case TensorKind::kK:
-      return l.k;
-    case TensorKind::kV:
-      return l.v;
-    case TensorKind::kO:
-      return l.o;
-    case TensorKind::kPostNorm:
-      return l.post_norm;
-    case TensorKind::kGate:
-      return l.gate;
-    case TensorKind::kUp:
-      return l.up;
-    default:
-      return l.down;
-  }
-}
-
 // The shortest decimal text that reads back as the same float / double.
 std::string shortest(double v, bool as_float) {
   char buf[40];
@@ -302,7 +293,7 @@ void save_hf_model(const HostWeights& w, const std::string& dir, int64_t max_sha
   std::vector<std::vector<TensorData>> shards(1);
   int64_t shard_bytes = 0;
   for (const WeightSlot& slot : weight_slots(w.config)) {
-    const std::vector<uint16_t>& data = slot_data(w, slot);
+    const std::vector<uint16_t>& data = w.tensor(slot);
     if (static_cast<int64_t>(data.size()) != numel(slot.shape)) {
       throw std::invalid_argument("save_hf_model: tensor '" + slot.name + "' holds " + std::to_string(data.size()) +
                                   " values, its shape " + shape_str(slot.shape) + " needs " +

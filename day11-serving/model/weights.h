@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,17 +13,49 @@
 
 namespace serving {
 
-struct LayerWeights {
-  std::vector<uint16_t> input_norm;  // [hidden]
-  std::vector<uint16_t> q;           // [Hq·D, hidden]
-  std::vector<uint16_t> k;           // [Hkv·D, hidden]
-  std::vector<uint16_t> v;           // [Hkv·D, hidden]
-  std::vector<uint16_t> o;           // [hidden, Hq·D]
-  std::vector<uint16_t> post_norm;   // [hidden]
-  std::vector<uint16_t> gate;        // [intermediate, hidden]
-  std::vector<uint16_t> up;          // [intermediate, hidden]
-  std::vector<uint16_t> down;        // [hidden, intermediate]
+// The nine tensors of one layer; LayerWeights holds them as fp16 bits, the CPU reference as float.
+template <class T>
+struct LayerTensors {
+  std::vector<T> input_norm;  // [hidden]
+  std::vector<T> q;           // [Hq·D, hidden]
+  std::vector<T> k;           // [Hkv·D, hidden]
+  std::vector<T> v;           // [Hkv·D, hidden]
+  std::vector<T> o;           // [hidden, Hq·D]
+  std::vector<T> post_norm;   // [hidden]
+  std::vector<T> gate;        // [intermediate, hidden]
+  std::vector<T> up;          // [intermediate, hidden]
+  std::vector<T> down;        // [hidden, intermediate]
+
+  // The member holding a per-layer tensor kind (kEmbed, kFinalNorm, kLmHead: invalid_argument).
+  std::vector<T>& operator[](TensorKind kind) {
+    switch (kind) {
+      case TensorKind::kInputNorm:
+        return input_norm;
+      case TensorKind::kQ:
+        return q;
+      case TensorKind::kK:
+        return k;
+      case TensorKind::kV:
+        return v;
+      case TensorKind::kO:
+        return o;
+      case TensorKind::kPostNorm:
+        return post_norm;
+      case TensorKind::kGate:
+        return gate;
+      case TensorKind::kUp:
+        return up;
+      case TensorKind::kDown:
+        return down;
+      default:
+        throw std::invalid_argument("LayerTensors: not a per-layer tensor kind");
+    }
+  }
+  const std::vector<T>& operator[](TensorKind kind) const { return const_cast<LayerTensors&>(*this)[kind]; }
 };
+using LayerWeights = LayerTensors<uint16_t>;
+
+struct WeightSlot;
 
 struct HostWeights {
   ModelConfig config;
@@ -32,6 +65,9 @@ struct HostWeights {
   std::vector<uint16_t> lm_head;     // [vocab, hidden]; empty when config.tie_word_embeddings
   // The output projection: lm_head, or embed when tied.
   const std::vector<uint16_t>& output_matrix() const { return config.tie_word_embeddings ? embed : lm_head; }
+  // The vector holding a tensor of weight_slots(config) (layers must hold config.num_layers).
+  std::vector<uint16_t>& tensor(const WeightSlot& slot);
+  const std::vector<uint16_t>& tensor(const WeightSlot& slot) const;
 };
 
 // One tensor of the checkpoint: its Hugging Face name, shape and where it lives in HostWeights.

@@ -24,13 +24,9 @@ using serving::ReferenceModel;
 using serving::ReferenceOptions;
 using serving::ReferenceTrace;
 
-namespace {
+using serving_test::to_double;
 
-std::vector<double> f(const std::vector<uint16_t>& bits) {
-  std::vector<double> v;
-  for (uint16_t b : bits) v.push_back(course::half_bits_to_float(b));
-  return v;
-}
+namespace {
 
 // rmsnorm(x) ⊙ w in double.
 std::vector<double> rmsnorm(const std::vector<double>& x, const std::vector<double>& w, double eps) {
@@ -90,7 +86,7 @@ TEST_CASE("reference: zero layers give lm_head · rmsnorm(embed[token]) ⊙ fina
     const HostWeights w = zero_layers(c, 11);
     const std::vector<int32_t> tokens = {3, 200, 383, 3, 0};
     const std::vector<float> logits = ReferenceModel(w).forward(tokens);
-    const std::vector<double> E = f(w.embed), out = f(w.output_matrix()), fn = f(w.final_norm);
+    const std::vector<double> E = to_double(w.embed), out = to_double(w.output_matrix()), fn = to_double(w.final_norm);
     std::vector<double> want;
     for (int32_t t : tokens) {
       const std::vector<double> h = rmsnorm(row(E, t, c.hidden_size), fn, c.rms_norm_eps);
@@ -111,8 +107,8 @@ TEST_CASE("reference: one token attends only to itself (attention output = its v
   REQUIRE(trace.attn.size() == size_t(c.num_layers));
   // Layer 0: h = rmsnorm(embed[token]) ⊙ input_norm, v = Wv·h; head hd reads KV head hd / 2.
   const std::vector<double> h =
-      rmsnorm(row(f(w.embed), token, c.hidden_size), f(w.layers[0].input_norm), c.rms_norm_eps);
-  const std::vector<double> v = matvec(f(w.layers[0].v), h);
+      rmsnorm(row(to_double(w.embed), token, c.hidden_size), to_double(w.layers[0].input_norm), c.rms_norm_eps);
+  const std::vector<double> v = matvec(to_double(w.layers[0].v), h);
   const int D = c.head_dim, group = c.num_heads / c.num_kv_heads;
   for (int hd = 0; hd < c.num_heads; ++hd) {
     for (int d = 0; d < D; ++d) { CHECK(std::fabs(trace.attn[0][hd * D + d] - v[(hd / group) * D + d]) <= 1e-12); }
@@ -132,7 +128,8 @@ TEST_CASE("reference: uniform scores average the visible values of the query hea
   const int D = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads, H = c.hidden_size;
   std::vector<std::vector<double>> v;
   for (int32_t t : tokens) {
-    v.push_back(matvec(f(w.layers[0].v), rmsnorm(row(f(w.embed), t, H), f(w.layers[0].input_norm), c.rms_norm_eps)));
+    v.push_back(matvec(to_double(w.layers[0].v),
+                       rmsnorm(row(to_double(w.embed), t, H), to_double(w.layers[0].input_norm), c.rms_norm_eps)));
   }
   for (int t = 0; t < 4; ++t) {
     for (int hd = 0; hd < Hq; ++hd) {
@@ -161,8 +158,9 @@ TEST_CASE("reference: attention equals the course's attention reference on RoPE'
   // Projections, laid out [1, heads, T, D] for the course's references.
   std::vector<float> q(size_t(Hq) * T * D), k(size_t(Hkv) * T * D), v(size_t(Hkv) * T * D);
   for (int t = 0; t < T; ++t) {
-    const auto h = rmsnorm(row(f(w.embed), tokens[t], H), f(w.layers[0].input_norm), c.rms_norm_eps);
-    const auto qt = matvec(f(w.layers[0].q), h), kt = matvec(f(w.layers[0].k), h), vt = matvec(f(w.layers[0].v), h);
+    const auto h = rmsnorm(row(to_double(w.embed), tokens[t], H), to_double(w.layers[0].input_norm), c.rms_norm_eps);
+    const auto qt = matvec(to_double(w.layers[0].q), h), kt = matvec(to_double(w.layers[0].k), h),
+               vt = matvec(to_double(w.layers[0].v), h);
     for (int hd = 0; hd < Hq; ++hd) {
       for (int d = 0; d < D; ++d) q[(size_t(hd) * T + t) * D + d] = float(qt[hd * D + d]);
     }
@@ -223,15 +221,15 @@ TEST_CASE("reference: SwiGLU block in closed form", "[day11][model][reference]")
   for (auto& b : w.layers[0].gate) b = course::float_to_half_bits(30.0f * course::half_bits_to_float(b));
   const int32_t token = 123;
   const int H = c.hidden_size;
-  const std::vector<double> x = row(f(w.embed), token, H);
-  const std::vector<double> h = rmsnorm(x, f(w.layers[0].post_norm), c.rms_norm_eps);
-  const std::vector<double> g = matvec(f(w.layers[0].gate), h), u = matvec(f(w.layers[0].up), h);
+  const std::vector<double> x = row(to_double(w.embed), token, H);
+  const std::vector<double> h = rmsnorm(x, to_double(w.layers[0].post_norm), c.rms_norm_eps);
+  const std::vector<double> g = matvec(to_double(w.layers[0].gate), h), u = matvec(to_double(w.layers[0].up), h);
   std::vector<double> a(g.size());
   for (size_t i = 0; i < g.size(); ++i) a[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-  const std::vector<double> m = matvec(f(w.layers[0].down), a);
+  const std::vector<double> m = matvec(to_double(w.layers[0].down), a);
   std::vector<double> x1(H);
   for (int i = 0; i < H; ++i) x1[i] = x[i] + m[i];
-  const std::vector<double> want = matvec(f(w.lm_head), rmsnorm(x1, f(w.final_norm), c.rms_norm_eps));
+  const std::vector<double> want = matvec(to_double(w.lm_head), rmsnorm(x1, to_double(w.final_norm), c.rms_norm_eps));
   check_close(ReferenceModel(w).forward({token}), want, 1e-6, "logits");
 }
 

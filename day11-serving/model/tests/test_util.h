@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "catch_compat.h"
+#include "fp16_host.h"
 
 namespace serving_test {
 
@@ -70,6 +71,14 @@ inline bool contains(const std::string& s, const std::string& part) { return s.f
     CHECK(caught_.kind == serving_test::Thrown::kInvalidArgument);                              \
     for (const char* part_ : {__VA_ARGS__}) CHECK(serving_test::contains(caught_.what, part_)); \
   } while (0)
+
+// fp16 bits as their double values.
+inline std::vector<double> to_double(const std::vector<uint16_t>& bits) {
+  std::vector<double> v;
+  v.reserve(bits.size());
+  for (uint16_t b : bits) v.push_back(course::half_bits_to_float(b));
+  return v;
+}
 
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);

@@ -21,13 +21,9 @@ using serving::ModelConfig;
 using serving::TensorKind;
 using serving_test::TempDir;
 
-namespace {
+using serving_test::to_double;
 
-std::vector<double> as_double(const std::vector<uint16_t>& bits) {
-  std::vector<double> v;
-  for (uint16_t b : bits) v.push_back(course::half_bits_to_float(b));
-  return v;
-}
+namespace {
 
 double mean_of(const std::vector<double>& v) {
   double s = 0;
@@ -174,7 +170,7 @@ TEST_CASE("random weights: deterministic, per-tensor streams, statistics", "[day
        {Case{"embed", &a.embed, 0.02}, Case{"q", &a.layers[0].q, 0.02}, Case{"gate", &a.layers[2].gate, 0.02},
         Case{"o", &a.layers[1].o, o_std}, Case{"down", &a.layers[3].down, o_std}, Case{"lm_head", &a.lm_head, 0.02}}) {
     INFO(k.name);
-    const std::vector<double> v = as_double(*k.t);
+    const std::vector<double> v = to_double(*k.t);
     CHECK(std::fabs(mean_of(v)) < 5 * k.std / std::sqrt(double(v.size())));
     CHECK(std::fabs(std_of(v) / k.std - 1) < 0.02);
     double mx = 0;
@@ -184,7 +180,7 @@ TEST_CASE("random weights: deterministic, per-tensor streams, statistics", "[day
   }
   // Norms: 1 + m/1024 with m in [−64, 64], exact; not constant.
   for (const std::vector<uint16_t>* n : {&a.final_norm, &a.layers[0].input_norm, &a.layers[3].post_norm}) {
-    const std::vector<double> v = as_double(*n);
+    const std::vector<double> v = to_double(*n);
     double lo = 2, hi = 0;
     for (double x : v) {
       lo = std::min(lo, x);
