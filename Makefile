@@ -17,6 +17,9 @@
 #   make compare EX=<id>      YOUR kernel next to the solution: both checked, time, ratio
 #   make sanitize EX=<id> [SOLUTION=1]  YOUR kernel (or the solution) under compute-sanitizer
 #   make plot                 charts (PNG) from the last make bench (needs matplotlib)
+#   make serve [MODEL=dir] [ARGS=...]  day 11's engine generates text (default: SmolLM2-135M-shaped random weights)
+#   make serve-bench [ARGS=...]  day 11's serving workloads (batch 1-128, a 32k context), then transformers' (CSV)
+#   make chat MODEL=dir       chat with a Hugging Face Llama-style checkpoint through the engine (its own tokenizer)
 #   make help                 this list, with the exercise ids
 #
 # Without a GPU, make test says "compiled OK — not run" and ends with status 0 (see
@@ -38,7 +41,7 @@ EXERCISES  := $(sort $(basename $(notdir $(wildcard day*/[0-9][0-9]_*.cu))))
 # CTest's per-test results, read by tools/test_status.py for the ✔/✘/⊘/· lists.
 STATUS_XML  = $(abspath $(BUILD))/Testing/course-status.xml
 
-.PHONY: all build configure test check check-skeletons check-i18n snippets tables figures book book-check book-serve format check-format hint show-bug bench compare plot clean help list sanitize
+.PHONY: all build configure test check check-skeletons check-i18n snippets tables figures book book-check book-serve format check-format hint show-bug bench compare plot serve serve-bench chat clean help list sanitize
 
 all: build
 
@@ -157,6 +160,29 @@ compare: configure
 	@$(BUILD)/bin/bench_ex_$(EX) --kernel $(EX) --no-roofs --quiet --csv $(BENCH_OUT)/compare_$(EX).csv $(BENCH_ARGS) > /dev/null; \
 	 rc=$$?; if [ $$rc -eq 2 ] || [ ! -f $(BENCH_OUT)/compare_$(EX).csv ]; then exit 2; fi
 	@$(BUILD)/bin/bench --kernel $(EX) --quiet --compare $(BENCH_OUT)/compare_$(EX).csv $(BENCH_ARGS)
+
+# Day 11's serving engine (day11-serving/engine/README.md). MODEL: a Hugging Face directory or a
+# preset (smollm2_135m, llama3_8b[:layers], tiny); ARGS: the tool's own options (--help).
+MODEL ?=
+ARGS  ?=
+SERVE_BUILD = cmake --build $(BUILD) -j $(JOBS) --target
+SERVE_NO_ENGINE = { echo "day 11's engine is not in this build: it needs the CUDA toolkit and an sm_80+ target (see the configure messages above)"; exit 2; }
+
+serve: configure
+	@$(SERVE_BUILD) serve > $(BUILD)/serve-build.log 2>&1 || { grep -q "unknown target" $(BUILD)/serve-build.log && $(SERVE_NO_ENGINE); cat $(BUILD)/serve-build.log; exit 1; }
+	@$(BUILD)/bin/serve $(if $(MODEL),--model $(MODEL)) $(ARGS)
+
+serve-bench: configure
+	@$(SERVE_BUILD) serve_bench > $(BUILD)/serve-build.log 2>&1 || { grep -q "unknown target" $(BUILD)/serve-build.log && $(SERVE_NO_ENGINE); cat $(BUILD)/serve-build.log; exit 1; }
+	@mkdir -p $(BENCH_OUT)
+	@$(BUILD)/bin/serve_bench --csv $(BENCH_OUT)/serve_bench.csv $(ARGS)
+	@python3 day11-serving/engine/serve_bench_torch.py --csv $(BENCH_OUT)/serve_bench_torch.csv; \
+	 rc=$$?; if [ $$rc -eq 77 ]; then echo "(the transformers baseline was skipped: no torch / transformers / GPU)"; elif [ $$rc -ne 0 ]; then exit $$rc; fi
+
+chat: configure
+	@test -n "$(MODEL)" || { echo "usage: make chat MODEL=<a Hugging Face Llama-style directory: config.json, *.safetensors, tokenizer>"; exit 2; }
+	@$(SERVE_BUILD) course_serving_capi > $(BUILD)/serve-build.log 2>&1 || { grep -q "unknown target" $(BUILD)/serve-build.log && $(SERVE_NO_ENGINE); cat $(BUILD)/serve-build.log; exit 1; }
+	@python3 day11-serving/engine/chat.py $(MODEL) --lib $(BUILD)/lib/libcourse_serving_capi.so $(ARGS)
 
 plot:
 	@test -f $(BENCH_OUT)/bench.csv || { echo "no $(BENCH_OUT)/bench.csv yet: run make bench first"; exit 2; }

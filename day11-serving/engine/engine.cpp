@@ -163,6 +163,13 @@ bool Engine::step() {
   if (decode_only) {
     ++decode_steps_;
     decode_ms_ += ms_between(t0, Clock::now());
+    if (runner_->profiling()) {
+      const StepProfile& p = runner_->last_profile();
+      decode_profile_.attention_ms += p.attention_ms;
+      decode_profile_.gemm_ms += p.gemm_ms;
+      decode_profile_.other_ms += p.other_ms;
+      ++profiled_decode_steps_;
+    }
   }
   return true;
 }

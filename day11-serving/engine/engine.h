@@ -86,6 +86,9 @@ class Engine {
   int steps() const { return steps_; }
   int decode_steps() const { return decode_steps_; }  // steps of decode tokens only
   double decode_ms() const { return decode_ms_; }     // wall time of those steps
+  // With runner().set_profiling(true): the GPU time of the pure-decode steps, summed per part.
+  const StepProfile& decode_profile() const { return decode_profile_; }
+  int profiled_decode_steps() const { return profiled_decode_steps_; }
 
  private:
   struct Live {
@@ -102,6 +105,8 @@ class Engine {
   std::vector<std::unique_ptr<Live>> live_;  // by id; null once finished or refused
   int peak_blocks_ = 0, steps_ = 0, decode_steps_ = 0;
   double decode_ms_ = 0;
+  StepProfile decode_profile_;
+  int profiled_decode_steps_ = 0;
 };
 
 }  // namespace serving

@@ -92,6 +92,7 @@ class ModelRunner {
   // While on, forward() records events around each part and fills last_profile(); graphs are
   // not used (a graph replays as one unit).
   void set_profiling(bool on) { profiling_ = on; }
+  bool profiling() const { return profiling_; }
   const StepProfile& last_profile() const { return profile_; }
   int graphs_captured() const { return int(graphs_.size()); }
   cudaStream_t stream() const { return stream_; }

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The course's serving engine against Hugging Face transformers on the same checkpoint.
+
+Builds a random LlamaForCausalLM (the shape of ModelConfig::tiny(): vocab 384, hidden 256,
+4 layers, 4 / 2 heads, D 64, intermediate 512), rounds its weights to fp16 once (the engine
+stores fp16; both sides then read identical values), saves it with save_pretrained (a real
+config.json + model.safetensors in Hugging Face's layout), loads that directory into the engine
+through its C API and compares with transformers in fp32 (eager attention, TF32 off):
+
+  1. prefill logits of prompts of 1, 17, 100 and 300 tokens, in one chunk and in chunks of 32;
+  2. 64 decode steps (greedy) after prompts of 17 and 100 tokens: the engine's logits at each
+     sampled position against transformers' on the same token sequence, and the engine's tokens
+     against transformers' arg max wherever its top-2 margin exceeds twice the max-abs bound;
+  3. batch invariance: 16 requests of different lengths, each alone and all together in a small
+     page pool (preemption) with small chunks: the same tokens.
+
+The bound is measured, not guessed: the same model run by transformers in fp16 (activations
+stored in fp16 as the engine stores them) shows what fp16 alone costs against fp32, e16
+(relative L2) and m16 (max abs) on the same tokens. The engine must stay within
+rel L2 <= max(2·e16, 2e-3) and max abs <= max(4·m16, 2e-3).
+
+Exit status: 0 all passed, 1 a check failed, 77 torch / transformers / a GPU missing (CTest
+counts that as Skipped), 2 the engine library is missing (build course_serving_capi).
+"""
+import argparse
+import copy
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import serving_capi  # noqa: E402
+
+SKIP = 77
+
+
+def rel_l2(a, b):
+    import numpy as np
+    return float(np.linalg.norm((a - b).ravel()) / max(np.linalg.norm(b.ravel()), 1e-30))
+
+
+def max_abs(a, b):
+    import numpy as np
+    return float(np.max(np.abs(a - b)))
+
+
+class Checker:
+    def __init__(self):
+        self.failures = 0
+        self.lines = []
+
+    def check(self, ok, line):
+        self.lines.append(("ok  " if ok else "FAIL") + "  " + line)
+        print(self.lines[-1], flush=True)
+        if not ok:
+            self.failures += 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", default=serving_capi.DEFAULT_LIB, help="path of libcourse_serving_capi.so")
+    ap.add_argument("--keep", help="save the checkpoint here instead of a temporary directory")
+    args = ap.parse_args()
+    try:
+        import numpy as np
+        import torch
+        import transformers
+        from transformers import LlamaConfig, LlamaForCausalLM
+    except ImportError as e:
+        print(f"SKIPPED: the comparison needs torch, transformers and numpy ({e})")
+        return SKIP
+    if not torch.cuda.is_available():
+        print("SKIPPED: torch sees no CUDA GPU")
+        return SKIP
+    if not os.path.exists(args.lib):
+        print(f"ERROR: {args.lib} does not exist: build the target course_serving_capi first")
+        return 2
+    lib = serving_capi.load_library(args.lib)
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    shape = dict(vocab_size=384, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, rms_norm_eps=1e-5,
+                 tie_word_embeddings=False, bos_token_id=256, eos_token_id=257)
+    try:
+        cfg = LlamaConfig(**shape, attn_implementation="eager")
+    except TypeError:  # a version without the keyword
+        cfg = LlamaConfig(**shape)
+        cfg._attn_implementation = "eager"
+    model = LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):  # not all ones: a norm that forgets its weight shows
+                p.copy_(1 + 0.05 * torch.randn_like(p))
+            p.copy_(p.half().float())  # the values the engine stores
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, "
+          f"{torch.cuda.get_device_name()}", flush=True)
+
+    tmp = None
+    if args.keep:
+        ckpt = args.keep
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="serving_compare_")
+        ckpt = tmp.name
+    model.save_pretrained(ckpt)
+    ref32 = model.to("cuda")
+    ref16 = copy.deepcopy(ref32).half()
+
+    def hf_logits(m, tokens):
+        with torch.no_grad():
+            ids = torch.tensor([tokens], device="cuda")
+            return m(input_ids=ids).logits[0].float().cpu().numpy()
+
+    def bound_for(tokens, ref):
+        l16 = hf_logits(ref16, tokens)
+        return max(2 * rel_l2(l16, ref), 2e-3), max(4 * max_abs(l16, ref), 2e-3)
+
+    chk = Checker()
+    rng = np.random.default_rng(1234)
+    roomy = dict(num_blocks=256, max_num_seqs=16)
+    with serving_capi.Engine(lib, ckpt, **roomy) as eng:
+        print(f"engine: {eng.kernels}", flush=True)
+        # 1. prefill logits
+        for n in (1, 17, 100, 300):
+            tokens = [int(t) for t in rng.integers(0, 384, n)]
+            ref = hf_logits(ref32, tokens)
+            b_rel, b_abs = bound_for(tokens, ref)
+            for chunk in (n, 32):
+                got = eng.prompt_logits(tokens, chunk)
+                e_rel, e_abs = rel_l2(got, ref), max_abs(got, ref)
+                chk.check(e_rel <= b_rel and e_abs <= b_abs,
+                          f"prefill {n:3d} tokens, chunks of {min(chunk, n):3d}: rel L2 {e_rel:.2e} (bound {b_rel:.2e}), "
+                          f"max abs {e_abs:.2e} (bound {b_abs:.2e})")
+        # 2. 64 decode steps
+        for n in (17, 100):
+            prompt = [int(t) for t in rng.integers(0, 384, n)]
+            rid = eng.submit(prompt, max_new_tokens=64, keep_logits=True)
+            eng.run()
+            r = eng.result(rid, with_logits=True)
+            if r.error or len(r.tokens) != 64:
+                chk.check(False, f"decode after {n} tokens: {r.error or len(r.tokens)}")
+                continue
+            seq = prompt + r.tokens[:-1]
+            ref = hf_logits(ref32, seq)[n - 1:n - 1 + 64]
+            l16 = hf_logits(ref16, seq)[n - 1:n - 1 + 64]
+            b_rel, b_abs = max(2 * rel_l2(l16, ref), 2e-3), max(4 * max_abs(l16, ref), 2e-3)
+            e_rel, e_abs = rel_l2(r.logits, ref), max_abs(r.logits, ref)
+            chk.check(e_rel <= b_rel and e_abs <= b_abs,
+                      f"64 decode steps after {n:3d} tokens: rel L2 {e_rel:.2e} (bound {b_rel:.2e}), "
+                      f"max abs {e_abs:.2e} (bound {b_abs:.2e})")
+            top2 = np.sort(ref, axis=1)[:, -2:]
+            margin = top2[:, 1] - top2[:, 0]
+            wanted = np.argmax(ref, axis=1)
+            sure = margin > 2 * b_abs
+            same = int(np.sum(np.array(r.tokens)[sure] == wanted[sure]))
+            chk.check(same == int(np.sum(sure)),
+                      f"greedy tokens after {n:3d} tokens: {same} of {int(np.sum(sure))} equal to transformers' "
+                      f"arg max where the margin exceeds {2 * b_abs:.2e} ({64 - int(np.sum(sure))} closer calls)")
+        # 3. batch invariance
+        reqs = [([int(t) for t in rng.integers(0, 384, 3 + (i * 37) % 198)], 6 + (i * 5) % 15) for i in range(16)]
+        alone = []
+        for p, m in reqs:
+            rid = eng.submit(p, max_new_tokens=m)
+            eng.run()
+            alone.append(eng.result(rid))
+    with serving_capi.Engine(lib, ckpt, num_blocks=24, max_num_seqs=16, max_step_tokens=64,
+                             max_prefill_chunk=32) as small:
+        ids = [small.submit(p, max_new_tokens=m) for p, m in reqs]
+        small.run()
+        batched = [small.result(i) for i in ids]
+    same, preempt = 0, sum(b.preemptions for b in batched)
+    bad = []
+    for i, (a, b) in enumerate(zip(alone, batched)):
+        diverge = next((s for s in range(len(a.tokens)) if s >= len(b.tokens) or a.tokens[s] != b.tokens[s]), None)
+        if diverge is None:
+            same += 1
+        elif a.margins[diverge] >= 0.02:
+            bad.append(f"request {i} token {diverge}: alone {a.tokens[diverge]}, batched "
+                       f"{b.tokens[diverge] if diverge < len(b.tokens) else None}, margin {a.margins[diverge]:.3f}")
+    chk.check(not bad and preempt > 0,
+              f"batch invariance: 16 requests, {same} identical, {16 - same - len(bad)} diverge only at a top-2 "
+              f"margin < 0.02, {preempt} preemptions in the batched run" + ("; " + "; ".join(bad) if bad else ""))
+    if tmp:
+        tmp.cleanup()
+    print(f"\n{'PASSED' if chk.failures == 0 else 'FAILED'}: {len(chk.lines) - chk.failures} of {len(chk.lines)} checks")
+    return 0 if chk.failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
