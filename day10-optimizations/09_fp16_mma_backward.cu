@@ -115,6 +115,13 @@ struct BwdConfig {
   static constexpr size_t kSmemBytes = size_t(2 * kBc * D + 2 * kStages * kBr * D + kBc * kBr) * sizeof(T) +
                                        size_t(2 * kStages * kBr) * sizeof(float) +
                                        256;  // slack to start the tiles at a 256-byte boundary
+
+  static_assert(D % 64 == 0, "the swizzle permutes groups of 8 chunks of 8 values: D must be a multiple of 64");
+  static_assert(kWarps % 2 == 0 && kDqCols % 16 == 0,
+                "dQ's columns split over kWarps / 2 warps in whole 16-column ldmatrix blocks");
+  static_assert(kBr % 16 == 0 && 2 * kBr <= kThreads, "one thread per row copies L_i, one more D_i");
+  static_assert(kSmemBytes <= size_t(course::arch::sm80::kMaxSmemPerBlock),
+                "K_j, V_j, the Q_i / dO_i stages and dSᵀ must fit an A100's opt-in shared memory");
 };
 
 template <class T, int D, int kWarps, int kStages>

@@ -70,27 +70,35 @@ namespace sm90 = course::arch::sm90;
 
 using course::arch::sm80::pack2;
 
-// Named barriers (0 is __syncthreads): 1 and 2, each consumer's own end; 3 and 4, consumer 0's
-// and consumer 1's turn to issue GEMMs under ping-pong.
-constexpr int kTurnBarrier = 3;
+// Named barriers: hardware barriers 1..15 (0 is __syncthreads), each for the threads a call
+// names. Consumer cw's own end is kConsumerDone + cw; its turn to issue GEMMs is kConsumerTurn + cw.
+enum NamedBarrier : int {
+  kConsumerDone = 1,  // 1, 2: one consumer warpgroup's threads, before it tells the watchdog
+  kConsumerTurn = 3,  // 3, 4: consumer 0's and consumer 1's turn under ping-pong (both consumers)
+};
 
 // snippet-begin: config
 template <class T, int D, int kStagesT, bool kOverlapT, bool kPingPongT>
 struct HopperConfig {
   static constexpr int kStages = kStagesT;                   // K/V ring depth
+  using Ring = course::arch::sm90::RingState<kStages>;       // tile j's stage and barrier parity
   static constexpr bool kOverlap = kOverlapT;                // softmax of tile j under the GEMMs of j-1
   static constexpr bool kPingPong = kPingPongT;              // the consumers take turns issuing GEMMs
   static constexpr int kRowsPerConsumer = 64;                // M of wgmma: one warpgroup, 64 query rows
   static constexpr int kConsumers = 2;                       // consumer warpgroups
   static constexpr int kBr = kRowsPerConsumer * kConsumers;  // 128 query rows per block
   static constexpr int kBc = 128;                            // keys per tile: N of S = Q·Kᵀ
-  static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kProducerRegs = 24;   // one issuing thread needs almost nothing
-  static constexpr int kConsumerRegs = 240;  // 24·128 + 240·256 = 64512 = 168·384, the start
-  static constexpr int kSwizzleCols = 64;    // 64 16-bit values = one 128-byte swizzle row
+  static constexpr int kWarpgroupThreads = 128;              // 4 warps: the unit of wgmma and of setmaxnreg
+  static constexpr int kConsumerThreads = kWarpgroupThreads * kConsumers;
+  static constexpr int kThreads = kWarpgroupThreads * (1 + kConsumers);
+  static constexpr int kProducerRegs = 24;      // one issuing thread needs almost nothing
+  static constexpr int kConsumerRegs = 240;     // 24·128 + 240·256 = 64512 = 168·384, the start
+  static constexpr int kSwizzleRowBytes = 128;  // the 128-byte swizzle's row
+  static constexpr int kSwizzleCols = kSwizzleRowBytes / int(sizeof(T));  // 64 16-bit values
+  static constexpr int kSwizzleAtomBytes = 8 * kSwizzleRowBytes;  // 8 rows: the pattern repeats every 1024 bytes
   static constexpr int kColBlocks = D / kSwizzleCols;
-  static constexpr int kQBlockBytes = kBr * 128;   // one 64-column block of Q_i
-  static constexpr int kKVBlockBytes = kBc * 128;  // one 64-column block of K_j or V_j
+  static constexpr int kQBlockBytes = kBr * kSwizzleRowBytes;   // one 64-column block of Q_i
+  static constexpr int kKVBlockBytes = kBc * kSwizzleRowBytes;  // one 64-column block of K_j or V_j
   static constexpr int kQBytes = kQBlockBytes * kColBlocks;
   static constexpr int kKVTileBytes = kKVBlockBytes * kColBlocks;
   static constexpr int kKSteps = D / 16;                   // k-steps of S = Q·Kᵀ (k = head dim)
@@ -99,8 +107,22 @@ struct HopperConfig {
   static constexpr int kAccO = D / 2;                      // O elements per consumer thread
   static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp
   static constexpr int kBarriers = 2 + 4 * kStages;        // Q full; per stage K/V full, K/V empty; done
-  // 1024 bytes of slack: the swizzle repeats every 1024 bytes and tiles must start on one.
-  static constexpr size_t kSmemBytes = 1024 + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
+  // Slack of one swizzle atom: the pattern repeats every 1024 bytes and tiles must start on one.
+  static constexpr size_t kSmemBytes =
+      kSwizzleAtomBytes + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
+  // The register file at entry, split evenly over the block's threads (rounded down to 8, as
+  // ptxas allocates): setmaxnreg moves registers between warpgroups, it cannot make more.
+  static constexpr int kRegsAtEntry = course::arch::sm90::kRegsPerSm / kThreads / 8 * 8;
+
+  static_assert(D % kSwizzleCols == 0, "a row of Q, K or V is a whole number of 128-byte swizzle rows");
+  static_assert(kSmemBytes <= size_t(course::arch::sm90::kMaxSmemPerBlock),
+                "Q, the K/V ring and the barriers must fit the shared memory a block may opt in to");
+  static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 &&
+                    kProducerRegs >= course::arch::sm90::kMinRegsSetmaxnreg &&
+                    kConsumerRegs <= course::arch::sm90::kMaxRegsSetmaxnreg,
+                "setmaxnreg takes 24 .. 256 registers in steps of 8");
+  static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThreads <= kRegsAtEntry * kThreads,
+                "what the producer gives back must cover what the consumers take");
 };
 // snippet-end: config
 
@@ -127,7 +149,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
   sm90::mbar_arrive_expect_tx(&bar.q_full, C::kQBytes);
 #pragma unroll
   for (int cb = 0; cb < C::kColBlocks; ++cb)
-    sm90::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * 64, q0, bh_q,
+    sm90::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * C::kSwizzleCols, q0, bh_q,
                       &bar.q_full);
   // TODO(4) (≈ 16 lines): for every key tile j, in stage j mod kStages: once the consumers have
   //   released that stage's K, announce the bytes of K_j and copy it (one box per 64-column
@@ -210,7 +232,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
                                         int n_tiles, int cw, int t) {
   const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
   const int row0 = q0 + cw * C::kRowsPerConsumer;  // this warpgroup's first query row
-  const uint32_t q_addr = smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
+  const uint32_t q_addr = smem_u32(Qs) + cw * C::kRowsPerConsumer * C::kSwizzleRowBytes;
   const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs);
 
   // The accumulators of this warpgroup's 64 rows (lesson: "The warpgroup accumulator, thread by thread"):
@@ -231,7 +253,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   // handing the next to the other. Both take n_tiles + 1 turns, so consumer 1's last hand-over
   // is taken by consumer 0 after its loop (below): no arrival is left pending at exit.
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 1) sm90::named_barrier_arrive(kTurnBarrier, 256);
+    if (n_tiles > 0 && cw == 1) sm90::named_barrier_arrive(kConsumerTurn, C::kConsumerThreads);
   if constexpr (!C::kOverlap) {
     // TODO(9) (≈ 18 lines): the key loop, one tile at a time, with S's accumulator (kAccS floats,
     //   the layout of acc_o) declared inside it: wait for K_j, S, release K_j, softmax, P, rescale
@@ -262,9 +284,9 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
           pack2<T>(acc_o[i] * inv, acc_o[i + 1] * inv);
   }
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 0) sm90::named_barrier_sync(kTurnBarrier, 256);
+    if (n_tiles > 0 && cw == 0) sm90::named_barrier_sync(kConsumerTurn, C::kConsumerThreads);
   // Tell the watchdog this warpgroup is done (its 4 warps have all passed their last wait).
-  sm90::named_barrier_sync(1 + cw, 128);
+  sm90::named_barrier_sync(kConsumerDone + cw, C::kWarpgroupThreads);
   if (t == 0) sm90::mbar_arrive(&bar.done);
 }
 
@@ -306,7 +328,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   __syncthreads();  // every thread sees initialised barriers before anyone waits on one
 
   // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform.
-  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0), t = threadIdx.x % 128;
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / C::kWarpgroupThreads, 0),
+            t = threadIdx.x % C::kWarpgroupThreads;
   if (wg == 0) {
     sm90::regs_dealloc<C::kProducerRegs>();
     // No tile: every row sees nothing; nothing is loaded (no copy may outlive the block).

@@ -18,6 +18,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ring_state.h"
 #include "smem_address.cuh"
 
 namespace course::arch::sm90 {
@@ -75,31 +76,6 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
   while (!mbar_try_wait(bar, parity)) {}
 }
-
-// ---- a ring of stages, each guarded by mbarriers ----------------------------------------------
-// Tile j of a pipeline of kStages stages sits in stage j mod kStages, on that stage's use number
-// j / kStages; the barrier phase of that use has parity (j / kStages) & 1. A consumer waits for
-// the "full" phase of that parity; the producer, before it reuses a stage, waits for the "empty"
-// phase of the previous use: parity flipped, which on a fresh barrier (use 0) is the phase
-// "before" the first and counts as complete.
-template <int kStages>
-struct RingState {
-  int stage = 0;       // 0 .. kStages - 1
-  uint32_t phase = 0;  // the parity of the current use of `stage`
-
-  // Where tile j stands. Computed from j (a modulo and a shift of a loop counter the kernel keeps
-  // anyway) rather than carried from iteration to iteration: the same instructions as the
-  // formula written in place.
-  static __host__ __device__ RingState at(int j) { return {j % kStages, uint32_t((j / kStages) & 1)}; }
-  __host__ __device__ void advance() {
-    if (++stage == kStages) {
-      stage = 0;
-      phase ^= 1;
-    }
-  }
-  __host__ __device__ uint32_t full_parity() const { return phase; }
-  __host__ __device__ uint32_t empty_parity() const { return phase ^ 1; }
-};
 
 // ---- an in-kernel watchdog ---------------------------------------------------------------
 // A phase that never completes (a wrong parity, a missing arrival, fewer bytes than announced)

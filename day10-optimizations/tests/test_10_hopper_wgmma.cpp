@@ -15,7 +15,8 @@
 // A block whose mbarrier phase never completes is ended by the kernel's watchdog thread after
 // 10 s (common/arch/sm90.cuh, watchdog): the launch fails and the test says what that usually means.
 //
-// The [index] cases check wgmma_acc_row/col, wgmma_p_a_index and wgmma_desc_sw128 on the CPU
+// The [index] cases check wgmma_acc_row/col, wgmma_p_a_index and wgmma_desc_sw128 (and the given
+// ring state of common/arch/ring_state.h, whose parities the producer and consumers wait on) on the CPU
 // alone, against the PTX ISA's tables (the wgmma D and A fragments of each warp are the m16n8k16
 // C and A layouts of common/mma_layout_check.h; the descriptor's fields by hand-encoded values):
 // `build/bin/sol_10_hopper_wgmma "[index]"` runs them without a GPU.
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "10_hopper_wgmma.h"
+#include "arch/ring_state.h"
 #include "gpu_test.h"
 #include "half_types.h"
 #include "mma_layout_check.h"
@@ -154,6 +156,38 @@ using course::PtxPos;
 // Each warp w of the warpgroup holds rows 16w .. 16w + 15 of the m64nN result; within a warp,
 // every 8 columns are one m16n8 C fragment (PTX ISA, "wgmma .m64nNk16 register fragment layout
 // for accumulator matrix D").
+// An mbarrier as the PTX ISA describes it: after c completed phases, try_wait.parity(P) succeeds
+// iff the phase of parity P has completed, i.e. iff the phase in progress, c mod 2, is not P.
+template <int kStages>
+void check_ring(IndexFailures& f) {
+  using Ring = course::arch::sm90::RingState<kStages>;
+  const auto passes = [](int completed, uint32_t parity) { return uint32_t(completed & 1) != parity; };
+  Ring walked;
+  for (int j = 0; j < 6 * kStages + 1; ++j, walked.advance()) {
+    const Ring r = Ring::at(j);
+    const int use = j / kStages;
+    std::ostringstream at;
+    at << "kStages = " << kStages << ", tile j = " << j << " (stage " << r.stage << ", use " << use << "): ";
+    f.check(r.stage == j % kStages && r.stage == walked.stage && r.phase == walked.phase,
+            at.str() + "at(j) and j calls of advance() disagree");
+    // The consumers' full barrier has completed `use` phases before tile j lands, use + 1 after.
+    f.check(!passes(use, r.full_parity()) && passes(use + 1, r.full_parity()),
+            at.str() + "full_parity() must block until this use's copy lands and pass after");
+    // The producer's empty barrier: `use` releases of this stage happened once the previous use is
+    // consumed (none for use 0, where the wait must pass on a fresh barrier), use - 1 before.
+    f.check(passes(use, r.empty_parity()) && (use == 0 || !passes(use - 1, r.empty_parity())),
+            at.str() + "empty_parity() must pass once the previous use is released, and block before");
+  }
+}
+
+TEST_CASE("RingState: the stage and the parities of tile j, walked and computed", "[index][quick]") {
+  IndexFailures f;
+  check_ring<1>(f);
+  check_ring<2>(f);
+  check_ring<3>(f);
+  f.summary("RingState");
+}
+
 TEST_CASE("wgmma_acc_row, wgmma_acc_col: every thread and element lands where the PTX D layout puts it",
           "[index][quick]") {
   IndexFailures f;

@@ -100,7 +100,17 @@ using course::arch::sm80::pack2;
 
 template <class T, int D, int kStages>
 struct MmaConfig {
+  static constexpr int kChunksPerRow = D * int(sizeof(T)) / 16;  // 16-byte chunks: one cp.async, one ldmatrix row
   static constexpr size_t kSmemBytes = size_t(kBr + 2 * kStages * kBc) * D * sizeof(T);
+
+  static_assert(kChunksPerRow % 8 == 0, "the swizzle permutes groups of 8 chunks: D must be a multiple of 64");
+  static_assert(kBr == 16 * kWarps, "each warp owns the 16 query rows of one m16n8k16 A tile");
+  static_assert(kBc % 16 == 0, "P·V steps over the keys 16 at a time (the k of m16n8k16)");
+  static_assert(kBr * kChunksPerRow % kThreads == 0 && kBc * kChunksPerRow % kThreads == 0,
+                "a tile's 16-byte copies split evenly over the block's threads");
+  static_assert(
+      kSmemBytes <= size_t(course::arch::sm80::kMaxSmemPerBlock),
+      "Q_i and the K/V stages must fit an A100's opt-in shared memory (smaller GPUs: launch_deepest_fitting)");
 };
 
 template <class T, int D, int kStages>

@@ -72,27 +72,35 @@ namespace sm90 = course::arch::sm90;
 
 using course::arch::sm80::pack2;
 
-// Named barriers (0 is __syncthreads): 1 and 2, each consumer's own end; 3 and 4, consumer 0's
-// and consumer 1's turn to issue GEMMs under ping-pong.
-constexpr int kTurnBarrier = 3;
+// Named barriers: hardware barriers 1..15 (0 is __syncthreads), each for the threads a call
+// names. Consumer cw's own end is kConsumerDone + cw; its turn to issue GEMMs is kConsumerTurn + cw.
+enum NamedBarrier : int {
+  kConsumerDone = 1,  // 1, 2: one consumer warpgroup's threads, before it tells the watchdog
+  kConsumerTurn = 3,  // 3, 4: consumer 0's and consumer 1's turn under ping-pong (both consumers)
+};
 
 // snippet-begin: config
 template <class T, int D, int kStagesT, bool kOverlapT, bool kPingPongT>
 struct HopperConfig {
   static constexpr int kStages = kStagesT;                   // K/V ring depth
+  using Ring = course::arch::sm90::RingState<kStages>;       // tile j's stage and barrier parity
   static constexpr bool kOverlap = kOverlapT;                // softmax of tile j under the GEMMs of j-1
   static constexpr bool kPingPong = kPingPongT;              // the consumers take turns issuing GEMMs
   static constexpr int kRowsPerConsumer = 64;                // M of wgmma: one warpgroup, 64 query rows
   static constexpr int kConsumers = 2;                       // consumer warpgroups
   static constexpr int kBr = kRowsPerConsumer * kConsumers;  // 128 query rows per block
   static constexpr int kBc = 128;                            // keys per tile: N of S = Q·Kᵀ
-  static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kProducerRegs = 24;   // one issuing thread needs almost nothing
-  static constexpr int kConsumerRegs = 240;  // 24·128 + 240·256 = 64512 = 168·384, the start
-  static constexpr int kSwizzleCols = 64;    // 64 16-bit values = one 128-byte swizzle row
+  static constexpr int kWarpgroupThreads = 128;              // 4 warps: the unit of wgmma and of setmaxnreg
+  static constexpr int kConsumerThreads = kWarpgroupThreads * kConsumers;
+  static constexpr int kThreads = kWarpgroupThreads * (1 + kConsumers);
+  static constexpr int kProducerRegs = 24;      // one issuing thread needs almost nothing
+  static constexpr int kConsumerRegs = 240;     // 24·128 + 240·256 = 64512 = 168·384, the start
+  static constexpr int kSwizzleRowBytes = 128;  // the 128-byte swizzle's row
+  static constexpr int kSwizzleCols = kSwizzleRowBytes / int(sizeof(T));  // 64 16-bit values
+  static constexpr int kSwizzleAtomBytes = 8 * kSwizzleRowBytes;  // 8 rows: the pattern repeats every 1024 bytes
   static constexpr int kColBlocks = D / kSwizzleCols;
-  static constexpr int kQBlockBytes = kBr * 128;   // one 64-column block of Q_i
-  static constexpr int kKVBlockBytes = kBc * 128;  // one 64-column block of K_j or V_j
+  static constexpr int kQBlockBytes = kBr * kSwizzleRowBytes;   // one 64-column block of Q_i
+  static constexpr int kKVBlockBytes = kBc * kSwizzleRowBytes;  // one 64-column block of K_j or V_j
   static constexpr int kQBytes = kQBlockBytes * kColBlocks;
   static constexpr int kKVTileBytes = kKVBlockBytes * kColBlocks;
   static constexpr int kKSteps = D / 16;                   // k-steps of S = Q·Kᵀ (k = head dim)
@@ -101,8 +109,22 @@ struct HopperConfig {
   static constexpr int kAccO = D / 2;                      // O elements per consumer thread
   static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp
   static constexpr int kBarriers = 2 + 4 * kStages;        // Q full; per stage K/V full, K/V empty; done
-  // 1024 bytes of slack: the swizzle repeats every 1024 bytes and tiles must start on one.
-  static constexpr size_t kSmemBytes = 1024 + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
+  // Slack of one swizzle atom: the pattern repeats every 1024 bytes and tiles must start on one.
+  static constexpr size_t kSmemBytes =
+      kSwizzleAtomBytes + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
+  // The register file at entry, split evenly over the block's threads (rounded down to 8, as
+  // ptxas allocates): setmaxnreg moves registers between warpgroups, it cannot make more.
+  static constexpr int kRegsAtEntry = course::arch::sm90::kRegsPerSm / kThreads / 8 * 8;
+
+  static_assert(D % kSwizzleCols == 0, "a row of Q, K or V is a whole number of 128-byte swizzle rows");
+  static_assert(kSmemBytes <= size_t(course::arch::sm90::kMaxSmemPerBlock),
+                "Q, the K/V ring and the barriers must fit the shared memory a block may opt in to");
+  static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 &&
+                    kProducerRegs >= course::arch::sm90::kMinRegsSetmaxnreg &&
+                    kConsumerRegs <= course::arch::sm90::kMaxRegsSetmaxnreg,
+                "setmaxnreg takes 24 .. 256 registers in steps of 8");
+  static_assert(kProducerRegs * kWarpgroupThreads + kConsumerRegs * kConsumerThreads <= kRegsAtEntry * kThreads,
+                "what the producer gives back must cover what the consumers take");
 };
 // snippet-end: config
 
@@ -129,26 +151,27 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
   sm90::mbar_arrive_expect_tx(&bar.q_full, C::kQBytes);
 #pragma unroll
   for (int cb = 0; cb < C::kColBlocks; ++cb)
-    sm90::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * 64, q0, bh_q,
+    sm90::tma_load_3d(reinterpret_cast<unsigned char*>(Qs) + cb * C::kQBlockBytes, tm_q, cb * C::kSwizzleCols, q0, bh_q,
                       &bar.q_full);
   // snippet-begin: producer-loop
   for (int j = 0; j < n_tiles; ++j) {
-    const int s = j % C::kStages;
+    const auto ring = C::Ring::at(j);
+    const int s = ring.stage;
     // A stage is free once the consumers released its previous round; round 0 waits for the
     // phase "before" the first, which counts as complete: parity 1 on a fresh barrier.
-    const uint32_t free_parity = ((j / C::kStages) & 1) ^ 1;
+    const uint32_t free_parity = ring.empty_parity();
     unsigned char* k_dst = reinterpret_cast<unsigned char*>(Ks) + s * C::kKVTileBytes;
     unsigned char* v_dst = reinterpret_cast<unsigned char*>(Vs) + s * C::kKVTileBytes;
     sm90::mbar_wait(&bar.k_empty[s], free_parity);
     sm90::mbar_arrive_expect_tx(&bar.k_full[s], C::kKVTileBytes);
 #pragma unroll
     for (int cb = 0; cb < C::kColBlocks; ++cb)
-      sm90::tma_load_3d(k_dst + cb * C::kKVBlockBytes, tm_k, cb * 64, j * C::kBc, bh_kv, &bar.k_full[s]);
+      sm90::tma_load_3d(k_dst + cb * C::kKVBlockBytes, tm_k, cb * C::kSwizzleCols, j * C::kBc, bh_kv, &bar.k_full[s]);
     sm90::mbar_wait(&bar.v_empty[s], free_parity);
     sm90::mbar_arrive_expect_tx(&bar.v_full[s], C::kKVTileBytes);
 #pragma unroll
     for (int cb = 0; cb < C::kColBlocks; ++cb)
-      sm90::tma_load_3d(v_dst + cb * C::kKVBlockBytes, tm_v, cb * 64, j * C::kBc, bh_kv, &bar.v_full[s]);
+      sm90::tma_load_3d(v_dst + cb * C::kKVBlockBytes, tm_v, cb * C::kSwizzleCols, j * C::kBc, bh_kv, &bar.v_full[s]);
   }
   // snippet-end: producer-loop
 }
@@ -170,7 +193,8 @@ __device__ __forceinline__ void issue_s_gemm(float (&s)[C::kAccS], uint32_t q_ad
   // snippet-begin: s-gemm
   // One descriptor per operand; a k-step moves only the start address, by a compile-time number of
   // 16-byte units (k-step kk: 16 columns = 32 bytes into 64-column block kk / 4).
-  const uint64_t da = wgmma_desc_sw128(q_addr, 16, 1024), db = wgmma_desc_sw128(k_addr, 16, 1024);
+  const uint64_t da = wgmma_desc_sw128(q_addr, 16, C::kSwizzleAtomBytes),
+                 db = wgmma_desc_sw128(k_addr, 16, C::kSwizzleAtomBytes);
   sm90::wgmma_fence();  // the softmax's last reads and writes of s come before the wgmma's
 #pragma unroll
   for (int kk = 0; kk < C::kKSteps; ++kk) {
@@ -188,10 +212,10 @@ template <class C, class T, int D>
 __device__ __forceinline__ void issue_pv_gemm(float (&o)[C::kAccO], uint32_t (&pa)[C::kPVSteps][4], uint32_t v_addr) {
   // snippet-begin: pv-gemm
   // k-step kk: keys 16kk .. 16kk + 15 = two 8-row groups of 1024 bytes further.
-  const uint64_t db = wgmma_desc_sw128(v_addr, C::kKVBlockBytes, 1024);
+  const uint64_t db = wgmma_desc_sw128(v_addr, C::kKVBlockBytes, C::kSwizzleAtomBytes);
   sm90::wgmma_fence();  // the rescaled O and the new P are in their registers
 #pragma unroll
-  for (int kk = 0; kk < C::kPVSteps; ++kk) wgmma_pv<T, D>(o, pa[kk], db + kk * 2048 / 16);
+  for (int kk = 0; kk < C::kPVSteps; ++kk) wgmma_pv<T, D>(o, pa[kk], db + kk * 2 * C::kSwizzleAtomBytes / 16);
   sm90::wgmma_commit();
   // snippet-end: pv-gemm
 }
@@ -280,7 +304,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
                                         int n_tiles, int cw, int t) {
   const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
   const int row0 = q0 + cw * C::kRowsPerConsumer;  // this warpgroup's first query row
-  const uint32_t q_addr = smem_u32(Qs) + cw * C::kRowsPerConsumer * 128;
+  const uint32_t q_addr = smem_u32(Qs) + cw * C::kRowsPerConsumer * C::kSwizzleRowBytes;
   const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs);
 
   // The accumulators of this warpgroup's 64 rows (lesson: "The warpgroup accumulator, thread by thread"):
@@ -301,14 +325,14 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   // handing the next to the other. Both take n_tiles + 1 turns, so consumer 1's last hand-over
   // is taken by consumer 0 after its loop (below): no arrival is left pending at exit.
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 1) sm90::named_barrier_arrive(kTurnBarrier, 256);
+    if (n_tiles > 0 && cw == 1) sm90::named_barrier_arrive(kConsumerTurn, C::kConsumerThreads);
   if constexpr (!C::kOverlap) {
     // snippet-begin: consumer-serial
     for (int j = 0; j < n_tiles; ++j) {
-      const int s = j % C::kStages;
-      const uint32_t parity = (j / C::kStages) & 1;
+      const auto ring = C::Ring::at(j);
+      const int s = ring.stage;
       float acc_s[C::kAccS];
-      sm90::mbar_wait(&bar.k_full[s], parity);
+      sm90::mbar_wait(&bar.k_full[s], ring.full_parity());
       issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);
       sm90::wgmma_wait<0>();
       sm90::fence_regs(acc_s);
@@ -316,7 +340,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
       softmax_tile<C>(acc_s, m, alpha, t, row0, j * C::kBc, Nk, off, p.causal, needs_mask(j * C::kBc), scale);
       pack_p<C, T>(acc_s, pa, l, alpha);
       rescale_rows(acc_o, alpha);
-      sm90::mbar_wait(&bar.v_full[s], parity);
+      sm90::mbar_wait(&bar.v_full[s], ring.full_parity());
       issue_pv_gemm<C, T, D>(acc_o, pa, v_base + s * C::kKVTileBytes);
       sm90::wgmma_wait<0>();
       sm90::fence_regs(acc_o);
@@ -328,9 +352,9 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
     {  // tile 0: its softmax has nothing to hide under
       float acc_s[C::kAccS];
       sm90::mbar_wait(&bar.k_full[0], 0);
-      if constexpr (C::kPingPong) sm90::named_barrier_sync(kTurnBarrier + cw, 256);
+      if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kConsumerThreads);
       issue_s_gemm<C, T>(acc_s, q_addr, k_base);
-      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);
+      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + 1 - cw, C::kConsumerThreads);
       sm90::wgmma_wait<0>();
       sm90::fence_regs(acc_s);
       release(&bar.k_empty[0]);
@@ -338,15 +362,15 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
       pack_p<C, T>(acc_s, pa, l, alpha);
     }
     for (int j = 1; j < n_tiles; ++j) {
-      const int s = j % C::kStages, sp = (j - 1) % C::kStages;
+      const int s = C::Ring::stage_of(j), sp = C::Ring::stage_of(j - 1);  // K_j's stage, V_{j-1}'s
       float acc_s[C::kAccS];
-      sm90::mbar_wait(&bar.k_full[s], (j / C::kStages) & 1);
-      sm90::mbar_wait(&bar.v_full[sp], ((j - 1) / C::kStages) & 1);
-      if constexpr (C::kPingPong) sm90::named_barrier_sync(kTurnBarrier + cw, 256);        // my turn
-      issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);                     // group 1: S_j
-      issue_pv_gemm<C, T, D>(acc_o, pa, v_base + sp * C::kKVTileBytes);                    // group 2: P_{j-1} V_{j-1}
-      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);  // yours
-      sm90::wgmma_wait<1>();                                                               // S_j is done: K_j is free
+      sm90::mbar_wait(&bar.k_full[s], C::Ring::phase_of(j));
+      sm90::mbar_wait(&bar.v_full[sp], C::Ring::phase_of(j - 1));
+      if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kConsumerThreads);  // my turn
+      issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);                                // group 1: S_j
+      issue_pv_gemm<C, T, D>(acc_o, pa, v_base + sp * C::kKVTileBytes);  // group 2: P_{j-1} V_{j-1}
+      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + 1 - cw, C::kConsumerThreads);  // yours
+      sm90::wgmma_wait<1>();  // S_j is done: K_j is free
       sm90::fence_regs(acc_s);
       release(&bar.k_empty[s]);
       softmax_tile<C>(acc_s, m, alpha, t, row0, j * C::kBc, Nk, off, p.causal, needs_mask(j * C::kBc), scale);
@@ -356,11 +380,12 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
       rescale_rows(acc_o, alpha);
       pack_p<C, T>(acc_s, pa, l, alpha);
     }
-    const int s = (n_tiles - 1) % C::kStages;
-    sm90::mbar_wait(&bar.v_full[s], ((n_tiles - 1) / C::kStages) & 1);
-    if constexpr (C::kPingPong) sm90::named_barrier_sync(kTurnBarrier + cw, 256);
+    const auto last = C::Ring::at(n_tiles - 1);
+    const int s = last.stage;
+    sm90::mbar_wait(&bar.v_full[s], last.full_parity());
+    if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kConsumerThreads);
     issue_pv_gemm<C, T, D>(acc_o, pa, v_base + s * C::kKVTileBytes);
-    if constexpr (C::kPingPong) sm90::named_barrier_arrive(kTurnBarrier + 1 - cw, 256);
+    if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + 1 - cw, C::kConsumerThreads);
     sm90::wgmma_wait<0>();
     sm90::fence_regs(acc_o);
     release(&bar.v_empty[s]);
@@ -384,9 +409,9 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
           pack2<T>(acc_o[i] * inv, acc_o[i + 1] * inv);
   }
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 0) sm90::named_barrier_sync(kTurnBarrier, 256);
+    if (n_tiles > 0 && cw == 0) sm90::named_barrier_sync(kConsumerTurn, C::kConsumerThreads);
   // Tell the watchdog this warpgroup is done (its 4 warps have all passed their last wait).
-  sm90::named_barrier_sync(1 + cw, 128);
+  sm90::named_barrier_sync(kConsumerDone + cw, C::kWarpgroupThreads);
   if (t == 0) sm90::mbar_arrive(&bar.done);
 }
 
@@ -428,7 +453,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   __syncthreads();  // every thread sees initialised barriers before anyone waits on one
 
   // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform.
-  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0), t = threadIdx.x % 128;
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x) / C::kWarpgroupThreads, 0),
+            t = threadIdx.x % C::kWarpgroupThreads;
   if (wg == 0) {
     sm90::regs_dealloc<C::kProducerRegs>();
     // No tile: every row sees nothing; nothing is loaded (no copy may outlive the block).
