@@ -1,9 +1,10 @@
 // Day 11 · Exercise 03 · fused residual add + RMSNorm: one read of the residual stream, the row kept in registers, an fp32 block reduction, Hugging Face's rounding order.
 // Lesson: day11-serving/03_fused_add_rmsnorm/README.md. Test: make test EX=03_fused_add_rmsnorm
 //
-// The operation moves 10 bytes per element of a row (x and residual read, residual and out
-// written, 2 bytes each) and does ~5 FLOPs on them: a copy with a reduction in the middle. Its
-// figure of merit is the fraction of copy bandwidth it reaches, and the design follows from it:
+// The operation moves 8 bytes per element of a row (x and residual read, residual and out
+// written, 2 bytes each; the weight once per call) and does ~5 FLOPs on them: a copy with a
+// reduction in the middle. Its figure of merit is the fraction of copy bandwidth it reaches,
+// and the design follows from it:
 //   * one block per row, its hidden / 8 vectors of 16 bytes dealt round-robin to the threads
 //     (rmsnorm_partition): every load and store is a coalesced 16-byte access;
 //   * pass 1 loads x, residual and the weight together (all loads of a thread in flight at
