@@ -78,7 +78,7 @@ TEST_CASE("safetensors: round trip of F32, F16, BF16 tensors", "[day11][model][s
     CHECK(t->dtype == ts[i].dtype);
     CHECK(t->shape == ts[i].shape);
     CHECK(t->end - t->begin == static_cast<int64_t>(ts[i].bytes.size()));
-    CHECK(std::memcmp(f.data(*t), ts[i].bytes.data(), ts[i].bytes.size()) == 0);
+    if (!ts[i].bytes.empty()) CHECK(std::memcmp(f.data(*t), ts[i].bytes.data(), ts[i].bytes.size()) == 0);
   }
   CHECK(f.find("missing") == nullptr);
   CHECK(f.find("c/with \"quotes\"")->shape_str() == "[3, 1, 2]");
