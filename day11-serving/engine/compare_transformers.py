@@ -16,8 +16,10 @@ through its C API and compares with transformers in fp32 (eager attention, TF32 
 
 The bound is measured, not guessed: the same model run by transformers in fp16 (activations
 stored in fp16 as the engine stores them) shows what fp16 alone costs against fp32, e16
-(relative L2) and m16 (max abs) on the same tokens. The engine must stay within
-rel L2 <= max(2·e16, 2e-3) and max abs <= max(4·m16, 2e-3).
+(relative L2) and m16 (max abs) on the same tokens. The engine rounds at somewhat different
+points (P before P·V, the norm before its weight) and sums in other orders, so it must stay
+within a small multiple of that: rel L2 <= max(3·e16, 2e-3) and max abs <= max(5·m16, 2e-3).
+A real bug (a wrong rotary layout, a head mapped wrongly, a stale page) costs O(0.1-1).
 
 Exit status: 0 all passed, 1 a check failed, 77 torch / transformers / a GPU missing (CTest
 counts that as Skipped), 2 the engine library is missing (build course_serving_capi).
@@ -115,7 +117,7 @@ def main():
 
     def bound_for(tokens, ref):
         l16 = hf_logits(ref16, tokens)
-        return max(2 * rel_l2(l16, ref), 2e-3), max(4 * max_abs(l16, ref), 2e-3)
+        return max(3 * rel_l2(l16, ref), 2e-3), max(5 * max_abs(l16, ref), 2e-3)
 
     chk = Checker()
     rng = np.random.default_rng(1234)
@@ -145,7 +147,7 @@ def main():
             seq = prompt + r.tokens[:-1]
             ref = hf_logits(ref32, seq)[n - 1:n - 1 + 64]
             l16 = hf_logits(ref16, seq)[n - 1:n - 1 + 64]
-            b_rel, b_abs = max(2 * rel_l2(l16, ref), 2e-3), max(4 * max_abs(l16, ref), 2e-3)
+            b_rel, b_abs = max(3 * rel_l2(l16, ref), 2e-3), max(5 * max_abs(l16, ref), 2e-3)
             e_rel, e_abs = rel_l2(r.logits, ref), max_abs(r.logits, ref)
             chk.check(e_rel <= b_rel and e_abs <= b_abs,
                       f"64 decode steps after {n:3d} tokens: rel L2 {e_rel:.2e} (bound {b_rel:.2e}), "

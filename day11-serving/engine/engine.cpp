@@ -50,7 +50,8 @@ Engine::Engine(DeviceWeights weights, const EngineConfig& config) : config_(conf
   rc.num_blocks = num_blocks;
   rc.max_blocks_per_seq = max_blocks_per_seq;
   rc.max_step_tokens = std::max(config_.scheduler.max_step_tokens, config_.scheduler.max_prefill_chunk);
-  rc.max_logit_rows = std::max(config_.scheduler.max_num_seqs, 1);
+  // One logit row per running sequence; prompt_logits() asks for a whole prefill chunk.
+  rc.max_logit_rows = std::max(config_.scheduler.max_num_seqs, config_.scheduler.max_prefill_chunk);
   rc.cuda_graphs = config_.cuda_graphs;
   runner_ = std::make_unique<ModelRunner>(std::move(weights), rc);
 }

