@@ -126,6 +126,11 @@ __global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm(GB))
   constexpr int kSteps = kWarpTokens / kTokensPerStep;  // 4 for every D
   constexpr int kTileChunks = kTile * kLanesPerToken;   // 16-byte chunks of K (or of V) per tile
   constexpr int kCopiesPerThread = kTileChunks / (kWarps * 32);
+  static_assert(kWarpTokens * kWarps == kTile && kSteps * kTokensPerStep == kWarpTokens,
+                "a tile splits into whole warps' shares, each into whole steps of 32 lanes");
+  static_assert(kCopiesPerThread * kWarps * 32 == kTileChunks, "every thread issues the same number of 16-byte copies");
+  static_assert(sizeof(uint4) * kStages * 2 * kTileChunks <= 48 * 1024,
+                "the stages are static shared memory: at most 48 KiB without an opt-in");
   // The pipeline's K and V tiles; once the loop is done the same bytes hold each warp's state
   // for the block-level fold (16 KiB at D = 128, GB = 8).
   __shared__ uint4 stage[kStages][2][kTileChunks];
