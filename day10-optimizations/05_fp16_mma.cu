@@ -50,7 +50,6 @@ __host__ __device__ MmaAccPair mma_p_a_source(int kk, int j) {
 
 namespace {
 
-using course::arch::cp_async16;
 using course::arch::cp_async_commit;
 using course::arch::cp_async_wait;
 using course::arch::kLog2e;
@@ -71,19 +70,12 @@ __device__ __forceinline__ int swizzled(int row, int chunk) {
 }
 // snippet-end: swizzle
 
-// Copies `rows` rows of D 16-bit values starting at row `row0` of a [n, D] matrix into a
-// swizzled kBr/kBc-row tile; rows at or past n are zero-filled (read nothing).
+// Copies kRows rows of D 16-bit values starting at row `row0` of a [n, D] matrix into a
+// swizzled kBr/kBc-row tile, every thread of the block issuing its share of 16-byte cp.async's
+// (common/arch/sm80.cuh, the same swizzle as above); rows at or past n are zero-filled (read nothing).
 template <int D, int kRows, class T>
 __device__ __forceinline__ void load_tile(T* tile, const T* gmem, int row0, int n) {
-  constexpr int kChunks = D / 8;
-#pragma unroll
-  for (int i = 0; i < kRows * kChunks / kThreads; ++i) {
-    const int idx = threadIdx.x + i * kThreads;
-    const int r = idx / kChunks, c = idx % kChunks;
-    const bool valid = row0 + r < n;
-    const T* src = gmem + (valid ? int64_t(row0 + r) * D + c * 8 : 0);
-    cp_async16(tile + swizzled<D>(r, c), src, valid);
-  }
+  course::arch::sm80::load_tile<D, kRows, kThreads>(tile, gmem, row0, n);
 }
 
 // ---- fragments -------------------------------------------------------------------------------

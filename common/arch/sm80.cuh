@@ -2,7 +2,7 @@
 // the 16-bit kernels: 05 (the forward pass on mma.sync), 09 (the backward pass) and 10 (which
 // packs P the same way). 05's chapter explains the pieces ("ldmatrix: fragments straight from
 // shared memory", "Swizzling from the bank arithmetic", "The cp.async pipeline"); 05 keeps its
-// own swizzle and tile loader in its file, where the lesson shows them.
+// own copy of the swizzle formula, where the lesson shows it, and loads its tiles with load_tile.
 //
 // Needs sm_80: mma.sync with bf16 operands, ldmatrix, cp.async.
 #pragma once
