@@ -17,7 +17,8 @@
 #   make compare EX=<id>      YOUR kernel next to the solution: both checked, time, ratio
 #   make sanitize EX=<id> [SOLUTION=1]  YOUR kernel (or the solution) under compute-sanitizer
 #   make plot                 charts (PNG) from the last make bench (needs matplotlib)
-#   make serve [MODEL=dir] [ARGS=...]  day 11's engine generates text (default: SmolLM2-135M-shaped random weights)
+#   make serve [MODEL=dir] [MINE="03_fused_add_rmsnorm ..."] [ARGS=...]  day 11's engine generates text (default:
+#                             SmolLM2-135M-shaped random weights); MINE: your kernels for those exercises
 #   make serve-bench [ARGS=...]  day 11's serving workloads (batch 1-128, a 32k context), then transformers' (CSV)
 #   make chat MODEL=dir       chat with a Hugging Face Llama-style checkpoint through the engine (its own tokenizer)
 #   make help                 this list, with the exercise ids
@@ -165,12 +166,17 @@ compare: configure
 # preset (smollm2_135m, llama3_8b[:layers], tiny); ARGS: the tool's own options (--help).
 MODEL ?=
 ARGS  ?=
+MINE  ?=
+SERVE_EMPTY :=
+SERVE_SPACE := $(SERVE_EMPTY) $(SERVE_EMPTY)
+SERVE_EXE = $(if $(strip $(MINE)),serve_mine,serve)
 SERVE_BUILD = cmake --build $(BUILD) -j $(JOBS) --target
 SERVE_NO_ENGINE = { echo "day 11's engine is not in this build: it needs the CUDA toolkit and an sm_80+ target (see the configure messages above)"; exit 2; }
 
 serve: configure
-	@$(SERVE_BUILD) serve > $(BUILD)/serve-build.log 2>&1 || { grep -q "unknown target" $(BUILD)/serve-build.log && $(SERVE_NO_ENGINE); cat $(BUILD)/serve-build.log; exit 1; }
-	@$(BUILD)/bin/serve $(if $(MODEL),--model $(MODEL)) $(ARGS)
+	@$(if $(strip $(MINE)),cmake -S . -B $(BUILD) "-DSERVE_MINE=$(subst $(SERVE_SPACE),;,$(strip $(MINE)))" > /dev/null,true)
+	@$(SERVE_BUILD) $(SERVE_EXE) > $(BUILD)/serve-build.log 2>&1 || { grep -q "unknown target" $(BUILD)/serve-build.log && $(SERVE_NO_ENGINE); cat $(BUILD)/serve-build.log; exit 1; }
+	@$(BUILD)/bin/$(SERVE_EXE) $(if $(MODEL),--model $(MODEL)) $(ARGS)
 
 serve-bench: configure
 	@$(SERVE_BUILD) serve_bench > $(BUILD)/serve-build.log 2>&1 || { grep -q "unknown target" $(BUILD)/serve-build.log && $(SERVE_NO_ENGINE); cat $(BUILD)/serve-build.log; exit 1; }
