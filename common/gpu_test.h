@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "catch_compat.h"
+#include "check_invalid_argument.h"
 #include "compare.h"
 #include "cuda_check.h"
 #include "device_buffer.h"
@@ -29,23 +30,6 @@ namespace course {
 template <class T>
 DeviceBuffer<T> to_device(const std::vector<T>& host) {
   return DeviceBuffer<T>(host);
-}
-
-// Calls fn() and reports whether it threw std::invalid_argument whose message names `field`.
-// Returns "" on success, else what went wrong.
-template <class Fn>
-std::string invalid_argument_problem(Fn&& fn, const std::string& field) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    const std::string msg = e.what();
-    if (msg.find("'" + field + "'") == std::string::npos)
-      return "threw std::invalid_argument, but the message does not name '" + field + "': " + msg;
-    return "";
-  } catch (const std::exception& e) {
-    return std::string("expected std::invalid_argument naming '") + field + "', got another exception: " + e.what();
-  }
-  return "expected std::invalid_argument naming '" + field + "', but the call returned normally";
 }
 
 // Sets COURSE_SMEM_LIMIT for one scope (common/smem_limit.h), so a launcher picks the tile
@@ -81,15 +65,4 @@ class ScopedSmemLimit {
       FAIL_CHECK(course_r_.report);                                                       \
     else                                                                                  \
       SUCCEED("output matches the reference");                                            \
-  } while (0)
-
-// The launcher must reject the call before launching anything, naming the bad field:
-//   COURSE_CHECK_INVALID_ARGUMENT("n", vector_add(a, b, c, -1));
-#define COURSE_CHECK_INVALID_ARGUMENT(field, ...)                                                  \
-  do {                                                                                             \
-    const std::string course_p_ = ::course::invalid_argument_problem([&] { __VA_ARGS__; }, field); \
-    if (!course_p_.empty())                                                                        \
-      FAIL_CHECK(course_p_);                                                                       \
-    else                                                                                           \
-      SUCCEED("rejected with std::invalid_argument naming " << field);                             \
   } while (0)

@@ -49,7 +49,9 @@ For every day folder:
   [stray]     only these files: NN_id.cu and NN_id.h (both, or neither), tests/test_NN_id.cpp and
               hints/NN_id.md of an exercise, README.md, exercises.cmake, the page folder NN_id/ of an
               exercise (README.md and NN-slug.md pages only),
-              and shared headers *.cuh that a file of the day (or its solutions) #includes.
+              and shared headers *.cuh that a file of the day (or its solutions) #includes,
+              and the folders of given code GIVEN_CODE_DIRS names (day 11's model/ and engine/),
+              each with its CMakeLists.txt and README.md.
               solutions/<day>/ holds only NN_id.cu of exercises.
 For every markdown lesson:
   [snippets]  tools/snippets.py --check passes: every `<!-- snippet: path#name -->` block equals
@@ -450,14 +452,26 @@ def listed_files(folder):
         return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
+# Folders of given code a day may hold beside its exercises: day 11's model (host C++: config,
+# weights, tokenizer, the CPU reference forward) and the engine that serves it with the course's
+# kernels. Each is a library with its own CMakeLists.txt, README.md (+ .zh.md) and tests.
+GIVEN_CODE_DIRS = {"day11-serving": ("model", "engine")}
+
+
 def check_stray(day_dir, r):
     ids = {p.stem for p in day_dir.glob("[0-9][0-9]_*.cu")} | {p.stem for p in day_dir.glob("[0-9][0-9]_*.h")}
     includes = set()
     for p in list(day_dir.glob("*.cu")) + list(day_dir.glob("*.h")) + list(day_dir.glob("*.cuh")) \
             + list((ROOT / "solutions" / day_dir.name).glob("*.cu")):
         includes |= {pathlib.Path(i).name for i in INCLUDE.findall(p.read_text())}
+    for given in GIVEN_CODE_DIRS.get(day_dir.name, ()):
+        for need in ("CMakeLists.txt", "README.md"):
+            if not (day_dir / given / need).is_file():
+                r.add("stray", f"{day_dir.name}/{given}/: a folder of given code needs its {need}")
     for f in listed_files(day_dir):
         name, sub = f.name, f.parent.relative_to(day_dir)
+        if sub.parts and sub.parts[0] in GIVEN_CODE_DIRS.get(day_dir.name, ()):
+            continue  # given code of the day (a library with its own CMakeLists.txt, README and tests)
         m = re.fullmatch(r"(\d\d_\w+)\.(cu|h|md)", name)
         if str(sub) == "." and m and m.group(2) in ("cu", "h"):
             other = f.with_suffix(".h" if m.group(2) == "cu" else ".cu")

@@ -24,37 +24,13 @@
 
 #include "01_kv_block_manager.h"
 #include "catch_compat.h"
+#include "check_invalid_argument.h"
 #include "random.h"
 
 using serving::blocks_for_tokens;
 using serving::KvBlockManager;
 
 namespace {
-
-// "" when fn() throws std::invalid_argument whose message names 'field', else what happened.
-template <class Fn>
-std::string invalid_argument_problem(Fn&& fn, const std::string& field) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    const std::string msg = e.what();
-    if (msg.find("'" + field + "'") == std::string::npos)
-      return "threw std::invalid_argument, but the message does not name '" + field + "': " + msg;
-    return "";
-  } catch (const std::exception& e) {
-    return "expected std::invalid_argument naming '" + field + "', got another exception: " + e.what();
-  }
-  return "expected std::invalid_argument naming '" + field + "', but the call returned normally";
-}
-
-#define CHECK_INVALID_ARGUMENT(field, ...)                                                      \
-  do {                                                                                          \
-    const std::string problem_ = invalid_argument_problem([&] { (void)(__VA_ARGS__); }, field); \
-    if (!problem_.empty())                                                                      \
-      FAIL_CHECK(#__VA_ARGS__ << ": " << problem_);                                             \
-    else                                                                                        \
-      SUCCEED("rejected with std::invalid_argument naming " << field);                          \
-  } while (0)
 
 std::string table_str(const std::vector<int32_t>& t) {
   std::string s = "[";
@@ -288,7 +264,7 @@ TEST_CASE("KvBlockManager: all or nothing when the pool runs out", "[day11][01_k
   CHECK_FALSE(kv.has(2));
   CHECK(kv.num_tokens(2) == 0);
   CHECK(kv.num_free_blocks() == 1);
-  CHECK_INVALID_ARGUMENT("seq", kv.block_table(2));
+  COURSE_CHECK_INVALID_ARGUMENT("seq", kv.block_table(2));
   // An existing sequence asking for more than the pool has: its table and length unchanged.
   CHECK_FALSE(kv.append(1, 7));  // 17 tokens need 5 blocks, 3 held + 1 free
   CHECK(kv.num_tokens(1) == 10);
@@ -344,9 +320,9 @@ TEST_CASE("KvBlockManager: free returns every block and forgets the sequence", "
   CHECK(kv.block_table(12).empty());
   REQUIRE(free_both(kv, m, 10) == "");
   CHECK(kv.num_free_blocks() == 15);
-  CHECK_INVALID_ARGUMENT("seq", kv.block_table(10));
-  CHECK_INVALID_ARGUMENT("seq", kv.slot_of(10, 0));
-  CHECK_INVALID_ARGUMENT("seq", kv.free(10));  // freed once: unknown now
+  COURSE_CHECK_INVALID_ARGUMENT("seq", kv.block_table(10));
+  COURSE_CHECK_INVALID_ARGUMENT("seq", kv.slot_of(10, 0));
+  COURSE_CHECK_INVALID_ARGUMENT("seq", kv.free(10));  // freed once: unknown now
   REQUIRE(free_both(kv, m, 12) == "");
   REQUIRE(free_both(kv, m, 11) == "");
   CHECK(kv.num_free_blocks() == 16);
@@ -388,9 +364,9 @@ TEST_CASE("KvBlockManager: slot_of maps tokens through the block table", "[day11
   for (int step = 0; step < 9; ++step)
     for (int seq = 0; seq < 4; ++seq) REQUIRE(append_both(kv, m, seq, 1 + (step + seq) % 5) == "");
   REQUIRE(check_slots(kv, m) == "");
-  CHECK_INVALID_ARGUMENT("token", kv.slot_of(0, -1));
-  CHECK_INVALID_ARGUMENT("token", kv.slot_of(0, kv.num_tokens(0)));
-  CHECK_INVALID_ARGUMENT("seq", kv.slot_of(99, 0));
+  COURSE_CHECK_INVALID_ARGUMENT("token", kv.slot_of(0, -1));
+  COURSE_CHECK_INVALID_ARGUMENT("token", kv.slot_of(0, kv.num_tokens(0)));
+  COURSE_CHECK_INVALID_ARGUMENT("seq", kv.slot_of(99, 0));
   // Slots of a large pool pass INT_MAX: 600,000 blocks of 4096 slots are held, so some block id
   // is at least 599,999 and its slots start past 599,999 · 4096 > 2^31: 64-bit arithmetic.
   KvBlockManager big(1 << 20, 4096, 1 << 20);
@@ -438,7 +414,7 @@ TEST_CASE("KvBlockManager: random operation sequences against a model", "[day11]
           if (m.tokens.count(seq))
             problem = free_both(kv, m, seq);
           else
-            problem = invalid_argument_problem([&] { kv.free(seq); }, "seq");
+            problem = course::invalid_argument_problem([&] { kv.free(seq); }, "seq");
         } else {
           const int cap = sh.max_blocks * sh.block_size;
           int n;
@@ -464,24 +440,24 @@ TEST_CASE("KvBlockManager: random operation sequences against a model", "[day11]
 }
 
 TEST_CASE("KvBlockManager: bad arguments throw invalid_argument naming the field", "[day11][01_kv_block_manager]") {
-  CHECK_INVALID_ARGUMENT("num_blocks", KvBlockManager(0, 16, 4));
-  CHECK_INVALID_ARGUMENT("num_blocks", KvBlockManager(-3, 16, 4));
-  CHECK_INVALID_ARGUMENT("block_size", KvBlockManager(8, 0, 4));
-  CHECK_INVALID_ARGUMENT("block_size", KvBlockManager(8, -16, 4));
-  CHECK_INVALID_ARGUMENT("max_blocks_per_seq", KvBlockManager(8, 16, 0));
-  CHECK_INVALID_ARGUMENT("tokens", blocks_for_tokens(-1, 4));
-  CHECK_INVALID_ARGUMENT("block_size", blocks_for_tokens(4, 0));
+  COURSE_CHECK_INVALID_ARGUMENT("num_blocks", KvBlockManager(0, 16, 4));
+  COURSE_CHECK_INVALID_ARGUMENT("num_blocks", KvBlockManager(-3, 16, 4));
+  COURSE_CHECK_INVALID_ARGUMENT("block_size", KvBlockManager(8, 0, 4));
+  COURSE_CHECK_INVALID_ARGUMENT("block_size", KvBlockManager(8, -16, 4));
+  COURSE_CHECK_INVALID_ARGUMENT("max_blocks_per_seq", KvBlockManager(8, 16, 0));
+  COURSE_CHECK_INVALID_ARGUMENT("tokens", blocks_for_tokens(-1, 4));
+  COURSE_CHECK_INVALID_ARGUMENT("block_size", blocks_for_tokens(4, 0));
   KvBlockManager kv(8, 4, 4);
   Model m(8, 4, 4);
   REQUIRE(append_both(kv, m, 3, 5) == "");
-  CHECK_INVALID_ARGUMENT("new_tokens", kv.append(3, -1));
-  CHECK_INVALID_ARGUMENT("new_tokens", kv.append(4, -1));
-  CHECK_INVALID_ARGUMENT("new_tokens", kv.can_append(3, -1));
-  CHECK_INVALID_ARGUMENT("seq", kv.free(4));
-  CHECK_INVALID_ARGUMENT("seq", kv.block_table(4));
-  CHECK_INVALID_ARGUMENT("seq", kv.slot_of(4, 0));
-  CHECK_INVALID_ARGUMENT("token", kv.slot_of(3, 5));
-  CHECK_INVALID_ARGUMENT("token", kv.slot_of(3, -1));
+  COURSE_CHECK_INVALID_ARGUMENT("new_tokens", kv.append(3, -1));
+  COURSE_CHECK_INVALID_ARGUMENT("new_tokens", kv.append(4, -1));
+  COURSE_CHECK_INVALID_ARGUMENT("new_tokens", kv.can_append(3, -1));
+  COURSE_CHECK_INVALID_ARGUMENT("seq", kv.free(4));
+  COURSE_CHECK_INVALID_ARGUMENT("seq", kv.block_table(4));
+  COURSE_CHECK_INVALID_ARGUMENT("seq", kv.slot_of(4, 0));
+  COURSE_CHECK_INVALID_ARGUMENT("token", kv.slot_of(3, 5));
+  COURSE_CHECK_INVALID_ARGUMENT("token", kv.slot_of(3, -1));
   CHECK_FALSE(kv.has(4));
   CHECK(kv.num_tokens(4) == 0);
   REQUIRE(m.check(kv) == "");  // the rejected calls changed nothing

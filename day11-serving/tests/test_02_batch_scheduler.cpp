@@ -24,6 +24,7 @@
 
 #include "02_batch_scheduler.h"
 #include "catch_compat.h"
+#include "check_invalid_argument.h"
 #include "random.h"
 
 using serving::KvBlockManager;
@@ -92,31 +93,6 @@ StepPlan step(Scheduler& sched, const std::vector<int>& eos = {}) {
   sched.commit(plan, eos);
   return plan;
 }
-
-// Reports whether fn threw std::invalid_argument whose message names 'field': "" when it did.
-template <class Fn>
-std::string invalid_argument_problem(Fn&& fn, const std::string& field) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    const std::string msg = e.what();
-    if (msg.find("'" + field + "'") == std::string::npos)
-      return "threw std::invalid_argument, but the message does not name '" + field + "': " + msg;
-    return "";
-  } catch (const std::exception& e) {
-    return "expected std::invalid_argument naming '" + field + "', got another exception: " + e.what();
-  }
-  return "expected std::invalid_argument naming '" + field + "', but the call returned normally";
-}
-
-#define CHECK_INVALID_ARGUMENT(field, ...)                                              \
-  do {                                                                                  \
-    const std::string problem_ = invalid_argument_problem([&] { __VA_ARGS__; }, field); \
-    if (!problem_.empty())                                                              \
-      FAIL_CHECK(problem_);                                                             \
-    else                                                                                \
-      SUCCEED("rejected with std::invalid_argument naming " << field);                  \
-  } while (0)
 
 }  // namespace
 
@@ -597,24 +573,24 @@ TEST_CASE("scheduler: add() rejects a sequence that could never run", "[day11][0
   KvBlockManager kv(2, 4, 8);
   Scheduler sched(config(4, 16, 8), kv);
   sched.add(seq(1, 3, 2));
-  CHECK_INVALID_ARGUMENT("id", sched.add(seq(-1, 3, 2)));
-  CHECK_INVALID_ARGUMENT("id", sched.add(seq(1, 3, 2)));  // already queued
-  CHECK_INVALID_ARGUMENT("prompt_len", sched.add(seq(2, 0, 2)));
-  CHECK_INVALID_ARGUMENT("prompt_len", sched.add(seq(2, -5, 2)));
-  CHECK_INVALID_ARGUMENT("max_new_tokens", sched.add(seq(2, 3, 0)));
-  CHECK_INVALID_ARGUMENT("max_new_tokens", sched.add(seq(2, 5, 4)));        // 9 tokens: 3 blocks, the cache has 2
-  CHECK_INVALID_ARGUMENT("max_new_tokens", sched.add(seq(2, INT_MAX, 1)));  // INT_MAX + 1 must not wrap
+  COURSE_CHECK_INVALID_ARGUMENT("id", sched.add(seq(-1, 3, 2)));
+  COURSE_CHECK_INVALID_ARGUMENT("id", sched.add(seq(1, 3, 2)));  // already queued
+  COURSE_CHECK_INVALID_ARGUMENT("prompt_len", sched.add(seq(2, 0, 2)));
+  COURSE_CHECK_INVALID_ARGUMENT("prompt_len", sched.add(seq(2, -5, 2)));
+  COURSE_CHECK_INVALID_ARGUMENT("max_new_tokens", sched.add(seq(2, 3, 0)));
+  COURSE_CHECK_INVALID_ARGUMENT("max_new_tokens", sched.add(seq(2, 5, 4)));  // 9 tokens: 3 blocks, the cache has 2
+  COURSE_CHECK_INVALID_ARGUMENT("max_new_tokens", sched.add(seq(2, INT_MAX, 1)));  // INT_MAX + 1 must not wrap
   {
     KvBlockManager big(64, 4, 2);
     Scheduler s2(config(4, 16, 8), big);
-    CHECK_INVALID_ARGUMENT("max_new_tokens", s2.add(seq(2, 6, 3)));  // 9 tokens, a table holds 8
+    COURSE_CHECK_INVALID_ARGUMENT("max_new_tokens", s2.add(seq(2, 6, 3)));  // 9 tokens, a table holds 8
     CHECK(s2.idle());
   }
   INFO("the rejected calls changed nothing");
   CHECK(show(sched.waiting()) == "{1}");
   CHECK(sched.running().empty());
   CHECK(kv.num_free_blocks() == 2);
-  CHECK_INVALID_ARGUMENT("id", sched.sequence(2));
+  COURSE_CHECK_INVALID_ARGUMENT("id", sched.sequence(2));
   sched.add(seq(2, 5, 3));  // 8 tokens: exactly the cache; id 2 is free after the rejections
   CHECK(show(sched.waiting()) == "{1,2}");
   // Fields a caller filled in are reset: a new sequence starts with nothing done.
@@ -633,9 +609,9 @@ TEST_CASE("scheduler: add() rejects a sequence that could never run", "[day11][0
 
 TEST_CASE("scheduler: bad configuration and misuse", "[day11][02_batch_scheduler][quick]") {
   KvBlockManager kv(8, 4, 4);
-  CHECK_INVALID_ARGUMENT("max_num_seqs", Scheduler bad(config(0, 16, 8), kv));
-  CHECK_INVALID_ARGUMENT("max_step_tokens", Scheduler bad(config(4, 0, 8), kv));
-  CHECK_INVALID_ARGUMENT("max_prefill_chunk", Scheduler bad(config(4, 16, -1), kv));
+  COURSE_CHECK_INVALID_ARGUMENT("max_num_seqs", Scheduler bad(config(0, 16, 8), kv));
+  COURSE_CHECK_INVALID_ARGUMENT("max_step_tokens", Scheduler bad(config(4, 0, 8), kv));
+  COURSE_CHECK_INVALID_ARGUMENT("max_prefill_chunk", Scheduler bad(config(4, 16, -1), kv));
 
   Scheduler sched(config(4, 16, 8), kv);
   CHECK(sched.idle());
@@ -646,7 +622,7 @@ TEST_CASE("scheduler: bad configuration and misuse", "[day11][02_batch_scheduler
   CHECK_THROWS_AS(sched.schedule(), std::logic_error);  // the plan above is not committed
   {
     INFO("eos may only name a sequence that sampled in this plan; nothing changes when it does not");
-    CHECK_INVALID_ARGUMENT("eos", sched.commit(plan, {9}));
+    COURSE_CHECK_INVALID_ARGUMENT("eos", sched.commit(plan, {9}));
     CHECK(sched.sequence(1).num_computed == 0);
     CHECK(sched.sequence(1).num_generated == 0);
   }
