@@ -85,13 +85,15 @@ struct Errors {
 Errors errors(const std::vector<float>& got, const std::vector<float>& ref) {
   REQUIRE(got.size() == ref.size());
   double num = 0, den = 0, mx = 0;
+  size_t non_finite = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    REQUIRE(std::isfinite(got[i]));
+    if (!std::isfinite(got[i])) ++non_finite;
     const double d = double(got[i]) - double(ref[i]);
     num += d * d;
     den += double(ref[i]) * ref[i];
     mx = std::max(mx, std::fabs(d));
   }
+  REQUIRE(non_finite == 0);
   return {std::sqrt(num / std::max(den, 1e-300)), mx};
 }
 
@@ -380,6 +382,7 @@ TEST_CASE("engine: a checkpoint with a wrong shape, dtype or truncated tensor is
   namespace fs = std::filesystem;
   const fs::path root = fs::temp_directory_path() / ("serving_bad_weights_" + std::to_string(::getpid()));
   fs::remove_all(root);
+  fs::create_directories(root);
   const std::string good = (root / "good").string();
   save_hf_model(tiny_weights(), good);
   // The good directory loads and gives the reference's logits (the loader's layout is the engine's).
