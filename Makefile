@@ -184,6 +184,7 @@ serve-bench: configure
 	@$(BUILD)/bin/serve_bench --csv $(BENCH_OUT)/serve_bench.csv $(ARGS)
 	@python3 day11-serving/engine/serve_bench_torch.py --csv $(BENCH_OUT)/serve_bench_torch.csv; \
 	 rc=$$?; if [ $$rc -eq 77 ]; then echo "(the transformers baseline was skipped: no torch / transformers / GPU)"; elif [ $$rc -ne 0 ]; then exit $$rc; fi
+	@python3 day11-serving/engine/plot_serve_bench.py $(BENCH_OUT)/serve_bench.csv $$(test -f $(BENCH_OUT)/serve_bench_torch.csv && echo $(BENCH_OUT)/serve_bench_torch.csv) --out $(BENCH_OUT)/serve_bench.png
 
 chat: configure
 	@test -n "$(MODEL)" || { echo "usage: make chat MODEL=<a Hugging Face Llama-style directory: config.json, *.safetensors, tokenizer>"; exit 2; }
