@@ -99,6 +99,18 @@ double measure_copy_roof_gbs(int reps) {
   return 2.0 * double(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
 }
 
+std::vector<int32_t> random_tokens(int n, uint64_t seed, int first, int count) {
+  std::vector<int32_t> t(std::max(n, 0));
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int32_t& id : t) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    id = first + int32_t(s % uint64_t(count));
+  }
+  return t;
+}
+
 std::string device_name() {
   int dev = 0;
   cudaDeviceProp p{};

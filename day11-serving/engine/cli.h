@@ -35,4 +35,8 @@ double measure_copy_roof_gbs(int reps = 10);
 
 std::string device_name();
 
+// n token ids in [first, first + count), a deterministic function of seed (xorshift64): the
+// prompts of serve_bench and of the tests.
+std::vector<int32_t> random_tokens(int n, uint64_t seed, int first, int count);
+
 }  // namespace serving

@@ -12,6 +12,7 @@
 #include "05_fp16_mma.h"
 #include "06_split_kv_decode.h"
 #include "07_rope_yarn.h"
+#include "../../bench/cublas_check.h"  // CUBLAS_CHECK, the bench's own
 #include "attention_params.h"
 #include "cuda_check.h"
 #include "forward.h"
@@ -36,14 +37,6 @@
 #ifndef SERVE_IMPL_10
 #define SERVE_IMPL_10 "solution"
 #endif
-
-#define SERVING_CUBLAS(expr)                                                                           \
-  do {                                                                                                 \
-    const cublasStatus_t st_ = (expr);                                                                 \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                  \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " + #expr + \
-                               " failed: " + cublasGetStatusString(st_));                              \
-  } while (0)
 
 namespace serving {
 
@@ -102,11 +95,11 @@ ModelRunner::ModelRunner(DeviceWeights weights, const RunnerConfig& rc) : weight
   const size_t T = size_t(rc_.max_step_tokens);
 
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  SERVING_CUBLAS(cublasCreate(&cublas_));
-  SERVING_CUBLAS(cublasSetStream(cublas_, stream_));
+  CUBLAS_CHECK(cublasCreate(&cublas_));
+  CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   // A workspace of our own: cuBLAS then allocates nothing inside a graph capture.
   const size_t cublas_ws = size_t(32) << 20;
-  SERVING_CUBLAS(cublasSetWorkspace(cublas_, alloc<char>(cublas_ws), cublas_ws));
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, alloc<char>(cublas_ws), cublas_ws));
 
 #ifdef SERVE_HAVE_10
   int dev = 0, major = 0, minor = 0;
@@ -208,8 +201,8 @@ void ModelRunner::mark(Part p) {
 // yᵀ = w · xᵀ with w read transposed (op T) — no copy of anything.
 void ModelRunner::gemm(const __half* x, const __half* w, __half* y, int rows, int out, int in) {
   const float one = 1.f, zero = 0.f;
-  SERVING_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, CUDA_R_16F, in, x, CUDA_R_16F,
-                              in, &zero, y, CUDA_R_16F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, CUDA_R_16F, in, x, CUDA_R_16F,
+                            in, &zero, y, CUDA_R_16F, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void ModelRunner::enqueue(const Step& s) {
@@ -296,9 +289,9 @@ void ModelRunner::enqueue(const Step& s) {
     fused_add_rmsnorm(fin_x_, fin_res_, weights_.final_norm, fin_normed_, s.R, H, eps, stream_);
     mark(Part::kOther);
     const float one = 1.f, zero = 0.f;
-    SERVING_CUBLAS(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, c.vocab_size, s.R, H, &one, weights_.lm_head,
-                                CUDA_R_16F, H, fin_normed_, CUDA_R_16F, H, &zero, logits_, CUDA_R_32F, c.vocab_size,
-                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, c.vocab_size, s.R, H, &one, weights_.lm_head,
+                              CUDA_R_16F, H, fin_normed_, CUDA_R_16F, H, &zero, logits_, CUDA_R_32F, c.vocab_size,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     mark(Part::kGemm);
     argmax_rows(logits_, argmax_dev_, s.R, c.vocab_size, stream_);
     CUDA_CHECK(

@@ -47,17 +47,8 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-std::vector<int32_t> byte_prompt(int n, uint64_t seed) {
-  std::vector<int32_t> t(n);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
-  for (int i = 0; i < n; ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    t[i] = int32_t(32 + s % 95);  // printable bytes
-  }
-  return t;
-}
+// Printable bytes, so that a prompt means the same to the byte tokenizer of any model.
+std::vector<int32_t> byte_prompt(int n, uint64_t seed) { return random_tokens(n, seed, 32, 95); }
 
 struct Row {
   std::string model, workload;

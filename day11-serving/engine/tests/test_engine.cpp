@@ -57,15 +57,7 @@ const ReferenceModel& reference() {
 }
 
 std::vector<int32_t> random_tokens(int n, uint64_t seed, int vocab) {
-  std::vector<int32_t> t(n);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int i = 0; i < n; ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    t[i] = int32_t(s % uint64_t(vocab));
-  }
-  return t;
+  return serving::random_tokens(n, seed, 0, vocab);
 }
 
 std::unique_ptr<Engine> make_engine(const EngineConfig& ec, const HostWeights& w = tiny_weights()) {
