@@ -369,8 +369,10 @@ std::string load_error(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("engine: a checkpoint with a wrong shape, dtype or truncated tensor is refused with the loader's message",
-          "[day11][engine][bad_weights]") {
+TEST_CASE(
+    "engine: a checkpoint with a wrong shape, dtype or truncated tensor, or a config it does not support, is refused "
+    "with the loader's message",
+    "[day11][engine][bad_weights]") {
   namespace fs = std::filesystem;
   const fs::path root = fs::temp_directory_path() / ("serving_bad_weights_" + std::to_string(::getpid()));
   fs::remove_all(root);
@@ -417,6 +419,20 @@ TEST_CASE("engine: a checkpoint with a wrong shape, dtype or truncated tensor is
     INFO(msg);
     CHECK(msg.find("I16") != std::string::npos);
     CHECK(msg.find("model.safetensors") != std::string::npos);
+  }
+  // A config the engine does not support: Llama 3.1's RoPE scaling.
+  {
+    const std::string d = copy_of("config");
+    std::string cfg = read_file(d + "/config.json");
+    const std::string null_scaling = "\"rope_scaling\": null";
+    const size_t at = cfg.find(null_scaling);
+    REQUIRE(at != std::string::npos);
+    cfg.replace(at, null_scaling.size(), "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}");
+    write_file(d + "/config.json", cfg);
+    const std::string msg = load_error(d);
+    INFO(msg);
+    CHECK(msg.find("rope_scaling") != std::string::npos);
+    CHECK(msg.find("not supported") != std::string::npos);
   }
   // Truncated: the file loses its last 1000 bytes (part of the last tensor).
   {
