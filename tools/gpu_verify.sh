@@ -8,7 +8,7 @@
 #      run here too (common/smem_limit.h)
 #   4. a second build for compute_75 as PTX only (CUDA_ARCH=75-virtual), JIT-compiled by the
 #      driver for this GPU, tested at 64 KiB: the Turing code path, without cp.async
-#      (common/cp_async.cuh), on a GPU that has it
+#      (common/arch/async_copy.cuh), on a GPU that has it
 #   5. make bench and the PyTorch cross-check
 # Logs go to ./gpu-verify-logs (LOGS=<dir> to change); the summary lines are printed at the end.
 # Where $OUT is set (a remote runner that copies back only a few files from $OUT), the logs are
