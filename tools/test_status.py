@@ -163,7 +163,10 @@ def report_check(table, results):
             if notrun == len(wrong):
                 parts.append(f"{len(wrong)} wrong variants not run")
             else:
-                parts.append(f"wrong variants rejected {rejected}/{len(wrong)}")
+                ran = len(wrong) - notrun
+                note = f" ({notrun} not run: {split_reason(next(w for s, w in wrong.values() if s == NOTRUN))[0]})" \
+                    if notrun else ""
+                parts.append(f"wrong variants rejected {rejected}/{ran}{note}")
             if missed:
                 parts.append("NOT rejected: " + ", ".join(missed))
                 status = FAIL
