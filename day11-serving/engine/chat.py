@@ -10,6 +10,7 @@ the solutions' kernels) does everything in between. Tokens are printed as they a
 engine step at a time). Empty line or Ctrl-D ends; /reset forgets the conversation.
 """
 import argparse
+import faulthandler
 import os
 import sys
 import time
@@ -30,6 +31,7 @@ def encode(tok, history):
 
 
 def main():
+    faulthandler.enable()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", help="MODEL=dir or dir: a Hugging Face Llama-architecture checkpoint")
     ap.add_argument("--lib", default=serving_capi.DEFAULT_LIB)
@@ -39,21 +41,24 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     model_dir = args.model.split("=", 1)[1] if args.model.startswith("MODEL=") else args.model
-    try:
-        from transformers import AutoTokenizer
-    except ImportError as e:
-        print(f"chat.py needs transformers for the model's tokenizer ({e})")
-        return 2
     if not os.path.exists(args.lib):
         print(f"{args.lib} does not exist: build the target course_serving_capi (make chat builds it)")
         return 2
-    tok = AutoTokenizer.from_pretrained(model_dir)
+    # The engine first, transformers second: the tokenizer needs no GPU, and if transformers pulls
+    # in PyTorch, its CUDA libraries then find the engine's already loaded instead of bringing a
+    # second build of them into the process.
     lib = serving_capi.load_library(args.lib)
     try:
         eng = serving_capi.Engine(lib, model_dir, max_num_seqs=1)
     except serving_capi.EngineError as e:
         print(f"the engine refused {model_dir}: {e}")
         return 1
+    try:
+        from transformers import AutoTokenizer
+    except ImportError as e:
+        print(f"chat.py needs transformers for the model's tokenizer ({e})")
+        return 2
+    tok = AutoTokenizer.from_pretrained(model_dir)
     print(f"{model_dir}: context {eng.max_context} tokens · {eng.kernels}")
     history, turn = [], 0
     while True:
