@@ -226,10 +226,10 @@ __device__ __forceinline__ void release(uint64_t* empty) {
 }
 
 // ---- a consumer warpgroup: 64 query rows -----------------------------------------------------
-template <class C, class T, int D>
+template <class C, class T, int D, bool kLse>
 __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages>& bar, T* __restrict__ o,
-                                        const course::AttentionParams& p, float scale, int q0, int h, int b,
-                                        int n_tiles, int cw, int t) {
+                                        float* __restrict__ lse, const course::AttentionParams& p, float scale, int q0,
+                                        int h, int b, int n_tiles, int cw, int t) {
   const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
   const int row0 = q0 + cw * C::kRowsPerConsumer;  // this warpgroup's first query row
   const uint32_t q_addr = smem_u32(Qs) + cw * C::kRowsPerConsumer * C::kSwizzleRowBytes;
@@ -267,11 +267,23 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
     //   between the two consumers").
   }
 
-  // Epilogue: ℓ summed over the quad, O / ℓ (zeros for a row that saw nothing), 16-bit stores.
+  // Epilogue: ℓ summed over the quad, O / ℓ (zeros for a row that saw nothing), 16-bit stores;
+  // with kLse, also L = m + ln ℓ of the thread's two rows (−inf for a row that saw nothing),
+  // written by the first thread of each quad (all four hold the same m and ℓ). A template flag:
+  // the kernels without lse are compiled exactly as if it did not exist.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+  if constexpr (kLse) {
+    if (t % 4 == 0) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = row0 + wgmma_acc_row(t, 2 * r);  // elements 0 and 2: rows r_lo and r_lo + 8
+        if (row < Nq) lse[(int64_t(b) * p.heads_q + h) * Nq + row] = l[r] > 0.f ? m[r] + logf(l[r]) : -INFINITY;
+      }
+    }
   }
   T* out = o + (int64_t(b) * p.heads_q + h) * Nq * D;
 #pragma unroll
@@ -290,11 +302,11 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   if (t == 0) sm90::mbar_arrive(&bar.done);
 }
 
-template <class C, class T, int D>
+template <class C, class T, int D, bool kLse>
 __global__ void __launch_bounds__(C::kThreads, 1)
     hopper_flash_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                         const __grid_constant__ CUtensorMap tm_v, T* __restrict__ o, course::AttentionParams p,
-                        float scale) {
+                        float scale, float* __restrict__ lse) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base =
@@ -341,13 +353,15 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // The two roles are the two branches of one if/else: ptxas then gives each branch the
     // register budget its setmaxnreg sets (an early return instead keeps everyone at 168).
     sm90::regs_alloc<C::kConsumerRegs>();
-    consume<C, T, D>(Qs, Ks, Vs, bar, o, p, scale, q0, h, b, n_tiles, wg - 1, t);
+    consume<C, T, D, kLse>(Qs, Ks, Vs, bar, o, lse, p, scale, q0, h, b, n_tiles, wg - 1, t);
   }
 #endif
 }
 
-template <class T, int D, int kStages, bool kOverlap, bool kPingPong>
-void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p, cudaStream_t stream) {
+// kLse: the kernel that also writes the log-sum-exp (lse not null); without it lse is unused.
+template <class T, int D, int kStages, bool kOverlap, bool kPingPong, bool kLse = false>
+void launch(const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
+            cudaStream_t stream) {
   using C = HopperConfig<T, D, kStages, kOverlap, kPingPong>;
   const size_t limit = size_t(course::smem_limit_per_block());
   if (C::kSmemBytes > limit)
@@ -356,61 +370,73 @@ void launch(const T* q, const T* k, const T* v, T* o, const course::AttentionPar
   const CUtensorMap tm_q = sm90::make_tensor_map_sw128(q, uint64_t(p.batch) * p.heads_q, p.seq_q, D, C::kBr);
   const CUtensorMap tm_k = sm90::make_tensor_map_sw128(k, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
   const CUtensorMap tm_v = sm90::make_tensor_map_sw128(v, uint64_t(p.batch) * p.heads_kv, p.seq_k, D, C::kBc);
-  auto kernel = hopper_flash_kernel<C, T, D>;
+  auto kernel = hopper_flash_kernel<C, T, D, kLse>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytes)));
   const dim3 grid((p.seq_q + C::kBr - 1) / C::kBr, p.heads_q, p.batch);
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, o, p, p.softmax_scale());
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tm_q, tm_k, tm_v, o, p, p.softmax_scale(), lse);
   CUDA_CHECK_LAUNCH();
 }
 
 template <class T, int D>
-void launch_step(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
+void launch_step(WgmmaStep step, const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
                  cudaStream_t stream) {
   switch (step) {
     case WgmmaStep::kSerial:
-      return launch<T, D, 1, false, false>(q, k, v, o, p, stream);
+      return launch<T, D, 1, false, false>(q, k, v, o, lse, p, stream);
     case WgmmaStep::kTwoStages:
-      return launch<T, D, 2, false, false>(q, k, v, o, p, stream);
+      return launch<T, D, 2, false, false>(q, k, v, o, lse, p, stream);
     case WgmmaStep::kOverlapped:
-      return launch<T, D, 2, true, false>(q, k, v, o, p, stream);
-    case WgmmaStep::kPingPong:
-      return launch<T, D, 2, true, true>(q, k, v, o, p, stream);
+      return launch<T, D, 2, true, false>(q, k, v, o, lse, p, stream);
+    case WgmmaStep::kPingPong:  // the only rung that writes lse (flash_attention_wgmma)
+      if (lse != nullptr) return launch<T, D, 2, true, true, true>(q, k, v, o, lse, p, stream);
+      return launch<T, D, 2, true, true>(q, k, v, o, nullptr, p, stream);
   }
   throw std::invalid_argument("flash_attention_wgmma_step: step must be kSerial, kTwoStages, kOverlapped or kPingPong");
 }
 
 template <class T>
-void wgmma_impl(WgmmaStep step, const T* q, const T* k, const T* v, T* o, const course::AttentionParams& p,
+void wgmma_impl(WgmmaStep step, const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
                 cudaStream_t stream) {
   const char* fn = "flash_attention_wgmma";
   course::require_attention_tensors(q, k, v, o, p, fn);
+  if (lse != nullptr) course::require_aligned(lse, 4, fn, "lse");
   course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
                   "must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (sliding windows are exercise 02)");
   if (p.head_dim == 64)
-    launch_step<T, 64>(step, q, k, v, o, p, stream);
+    launch_step<T, 64>(step, q, k, v, o, lse, p, stream);
   else
-    launch_step<T, 128>(step, q, k, v, o, p, stream);
+    launch_step<T, 128>(step, q, k, v, o, lse, p, stream);
 }
 
 }  // namespace
 
 void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __half* o,
                            const course::AttentionParams& p, cudaStream_t stream) {
-  wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, p, stream);
+  wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, nullptr, p, stream);
 }
 
 void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
                            const course::AttentionParams& p, cudaStream_t stream) {
-  wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, p, stream);
+  wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, nullptr, p, stream);
+}
+
+void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
+                           const course::AttentionParams& p, cudaStream_t stream) {
+  wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, lse, p, stream);
+}
+
+void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
+                           float* lse, const course::AttentionParams& p, cudaStream_t stream) {
+  wgmma_impl(WgmmaStep::kPingPong, q, k, v, o, lse, p, stream);
 }
 
 void flash_attention_wgmma_step(WgmmaStep step, const __half* q, const __half* k, const __half* v, __half* o,
                                 const course::AttentionParams& p, cudaStream_t stream) {
-  wgmma_impl(step, q, k, v, o, p, stream);
+  wgmma_impl(step, q, k, v, o, nullptr, p, stream);
 }
 
 void flash_attention_wgmma_step(WgmmaStep step, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                 __nv_bfloat16* o, const course::AttentionParams& p, cudaStream_t stream) {
-  wgmma_impl(step, q, k, v, o, p, stream);
+  wgmma_impl(step, q, k, v, o, nullptr, p, stream);
 }

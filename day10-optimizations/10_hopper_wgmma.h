@@ -17,9 +17,16 @@
 // head h reads KV head h / (Hq/Hkv)), any Nq, Nk >= 1 (tails and Nq != Nk included), causal or
 // not, head_dim 64 or 128, p.window == -1. q, k, v and o must be 16-byte aligned (the copy
 // engine's rule for a tensor's base address; any cudaMalloc pointer is).
-// Throws std::invalid_argument naming the field (q, k, v, o, batch, heads_q, heads_kv, seq_q,
+// Throws std::invalid_argument naming the field (q, k, v, o, lse, batch, heads_q, heads_kv, seq_q,
 // seq_k, head_dim, window) before any launch. Needs sm_90 (a Hopper GPU: H100, H200, GH200);
 // the code is built for the architecture-specific target sm_90a only.
+//
+// Log-sum-exp, as exercise 05 writes it (a caller may switch between the two kernels): the
+// overloads with `float* lse` also write, per query row, L_i = m_i + ln ℓ_i, the natural log of
+// Σ_j exp(scale · q_i·k_j) over the keys the row sees (−inf for a row that sees none), fp32
+// [B, Hq, Nq], 4-byte aligned. lse may be null: then nothing is written and the call is the one
+// without it. Here ℓ sums the unrounded P (Precision, above): L carries no rounding of P, unlike
+// exercise 05's. Exercise 12 (ring attention) merges its partial outputs by it.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -66,6 +73,10 @@ void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __
                            const course::AttentionParams& p, cudaStream_t stream = 0);
 void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
                            const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
+                           const course::AttentionParams& p, cudaStream_t stream = 0);
+void flash_attention_wgmma(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
+                           float* lse, const course::AttentionParams& p, cudaStream_t stream = 0);
 
 // One rung of the staircase (same contract, same checks).
 void flash_attention_wgmma_step(WgmmaStep step, const __half* q, const __half* k, const __half* v, __half* o,

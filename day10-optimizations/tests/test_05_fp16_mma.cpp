@@ -11,7 +11,7 @@
 //     truncating a value just below a bf16 number loses a whole spacing (1/16 in [8, 16))
 //     (see "bf16 output is rounded to nearest");
 //   * the shallower pipeline of smaller GPUs, chosen here through COURSE_SMEM_LIMIT.
-// The log-sum-exp output (the overload with `lse`) is checked against common/reference_backward.h.
+// The log-sum-exp output (the overload with `lse`) is checked by common/lse_check.h, as exercise 10's.
 //
 // The [index] cases check the index helpers mma_acc_row, mma_acc_key and mma_p_a_source, and the
 // given ldmatrix lane helpers of common/arch/ldmatrix_lanes.h (which row of Q, K and V each lane
@@ -30,9 +30,9 @@
 #include "arch/ldmatrix_lanes.h"
 #include "gpu_test.h"
 #include "half_types.h"
+#include "lse_check.h"
 #include "mma_layout_check.h"
 #include "reference.h"
-#include "reference_backward.h"
 
 using course::AttentionParams;
 using course::DeviceBuffer;
@@ -391,11 +391,10 @@ TEST_CASE("flash_attention_mma: the 2-stage pipeline of smaller GPUs", "[day10][
 }
 
 // The overload with `lse` writes L_i = m_i + ln ℓ_i (natural log, scaled logits) per query row, what
-// the backward pass (exercise 09) recomputes P from, and the same O as without it. Checked against
-// common/reference_backward.h's attention_forward_lse: rows that see no key must hold exactly −inf;
-// the others |L − L_ref| <= atol + 2e-6·|L_ref| with atol = 2e-3 (fp16) or 1e-2 (bf16): ℓ sums the
-// 16-bit-rounded P (ln ℓ then errs by up to about a rounding of P, 2^-11 or 2^-8 relative, for a row
-// with one dominant key), and at |L| ~ 1e4 fp32 itself is only good to ~1e-3.
+// the backward pass (exercise 09) recomputes P from, and the same O as without it. Run and checked by
+// common/lse_check.h (exercise 10's test uses the same check): rows that see no key must hold
+// exactly −inf, the others match common/reference_backward.h's attention_forward_lse within the
+// tolerance that header explains.
 TEST_CASE("flash_attention_mma: the log-sum-exp output for the backward pass", "[day10][fp16_mma][lse][quick]") {
   const std::vector<Case> cases{{1, 1, 1, 1, 64, false, "one query, one key: L = its logit"},
                                 {2, 3, 67, 67, 128, true, "tails, causal"},
@@ -411,43 +410,10 @@ TEST_CASE("flash_attention_mma: the log-sum-exp output for the backward pass", "
       const uint64_t seed =
           course::case_seed(std::string("mma_lse_") + Ty::name + (scale != 0.f ? "_big" : ""), int64_t(idx));
       CASE_INFO(Ty, c, p, seed);
-      INFO((scale != 0.f ? "scale = 128, Q and K multiples of 1/16: logits of about ±1e4" : "default scale"));
-      const auto q = Ty::round(scale != 0.f ? course::random_normal_sixteenths(size_t(p.q_elems()), seed)
-                                            : course::random_normal(size_t(p.q_elems()), seed));
-      const auto k = Ty::round(scale != 0.f ? course::random_normal_sixteenths(size_t(p.kv_elems()), seed + 1)
-                                            : course::random_normal(size_t(p.kv_elems()), seed + 1));
-      const auto v = Ty::round(course::random_normal(size_t(p.kv_elems()), seed + 2));
-      const auto ref = course::ref::attention_forward_lse(q, k, v, p);
-      auto d_q = course::to_device(Ty::bits(q)), d_k = course::to_device(Ty::bits(k)),
-           d_v = course::to_device(Ty::bits(v));
-      DeviceBuffer<uint16_t> d_o(size_t(p.o_elems()));
-      DeviceBuffer<float> d_lse(size_t(p.batch) * p.heads_q * p.seq_q);
-      d_o.poison();
-      d_lse.poison();
-      flash_attention_mma(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), d_lse.data(), p);
-      CUDA_CHECK(cudaDeviceSynchronize());
-      const auto ro = course::compare(Ty::decode(d_o.download()), ref.o,
-                                      course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}},
-                                      Ty::tolerance(), d_o.guard_damage());
-      if (!ro.ok) FAIL_CHECK("O (written together with lse): " << ro.report);
-      // Rows that see no key: exactly −inf; then both sides become 0 for compare().
-      std::vector<float> out = d_lse.download(), want = ref.lse;
-      long wrong_empty = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        if (std::isinf(want[i]) && want[i] < 0.f) {
-          if (!(std::isinf(out[i]) && out[i] < 0.f) && ++wrong_empty <= 4)
-            FAIL_CHECK("lse of row " << i << " (it sees no key) is " << out[i] << ", expected -inf");
-          out[i] = want[i] = 0.f;
-        }
-      }
-      const course::Tolerance tol{std::string(Ty::name) == "fp16" ? 2e-3 : 1e-2, 2e-6, 1e-3,
-                                  "lse (fp32, from 16-bit P)"};
-      const auto rl = course::compare(out, want, course::Dims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}}, tol,
-                                      d_lse.guard_damage());
-      if (!rl.ok)
-        FAIL_CHECK("lse: " << rl.report);
-      else
-        SUCCEED("lse matches the reference");
+      course::check_forward_lse<Ty>(p, seed, scale != 0.f,
+                                    [](auto q, auto k, auto v, auto o, float* lse, const AttentionParams& pp) {
+                                      flash_attention_mma(q, k, v, o, lse, pp);
+                                    });
     }
   };
   run(Fp16{}, 0.f);

@@ -10,7 +10,8 @@
 //   kEqualRows  every row of V the same vector with |u| in [8, 16): O is u again, and a bf16 output
 //               truncated instead of rounded drops 1/16, over the tolerance;
 //   kNanTail    K and V followed by 128 rows of NaN: anything read past Nk poisons the output.
-// The output is NaN-poisoned with guard regions before every launch (DeviceBuffer).
+// The output is NaN-poisoned with guard regions before every launch (DeviceBuffer). The
+// log-sum-exp output (the overloads with `lse`) is checked by common/lse_check.h, as exercise 05's.
 //
 // A block whose mbarrier phase never completes is ended by the kernel's watchdog thread after
 // 10 s (common/arch/sm90.cuh, watchdog): the launch fails and the test says what that usually means.
@@ -32,6 +33,7 @@
 #include "arch/ring_state.h"
 #include "gpu_test.h"
 #include "half_types.h"
+#include "lse_check.h"
 #include "mma_layout_check.h"
 #include "reference.h"
 
@@ -361,6 +363,41 @@ TEST_CASE("flash_attention_wgmma_step: every rung of the staircase computes the 
   }
 }
 
+// The overloads with `lse` write L_i = m_i + ln ℓ_i (natural log, scaled logits) per query row,
+// exercise 05's definition, which ring attention (12) merges partial outputs by, and the same O as
+// without it. Run and checked by common/lse_check.h, exactly as exercise 05's: rows that see no
+// key hold −inf (here also whole blocks of 128 rows that load no tile), the others match
+// common/reference_backward.h's attention_forward_lse.
+TEST_CASE("flash_attention_wgmma: the log-sum-exp output, exercise 05's", "[day10][hopper][lse][quick]") {
+  const std::vector<Shape> shapes{{1, 1, 1, 1, 1, 64, false, "one query, one key: L = its logit"},
+                                  {2, 3, 3, 67, 67, 128, true, "tails, causal"},
+                                  {1, 2, 2, 130, 130, 64, true, "one row past a block: the second consumer's rows"},
+                                  {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, L = -inf"},
+                                  {1, 2, 2, 64, 333, 128, false, "Nq < Nk, several key tiles"},
+                                  {1, 8, 2, 130, 257, 64, true, "GQA 8/2, tails"}};
+  auto run = [&](auto ty, float scale) {
+    using Ty = decltype(ty);
+    for (size_t idx = 0; idx < shapes.size(); ++idx) {
+      const Shape& sh = shapes[idx];
+      AttentionParams p = AttentionParams::make(sh.b, sh.hq, sh.hkv, sh.nq, sh.nk, sh.d, sh.causal);
+      p.scale = scale;
+      const uint64_t seed =
+          course::case_seed(std::string("wgmma_lse_") + Ty::name + (scale != 0.f ? "_big" : ""), int64_t(idx));
+      INFO(Ty::name << " B=" << sh.b << " Hq=" << sh.hq << " Hkv=" << sh.hkv << " Nq=" << sh.nq << " Nk=" << sh.nk
+                    << " D=" << sh.d << (sh.causal ? " causal" : "") << " (" << sh.why << "); seed = " << seed
+                    << " (set COURSE_SEED to vary)");
+      course::check_forward_lse<Ty>(p, seed, scale != 0.f,
+                                    [](auto q, auto k, auto v, auto o, float* lse, const AttentionParams& pp) {
+                                      flash_attention_wgmma(q, k, v, o, lse, pp);
+                                    });
+    }
+  };
+  run(Fp16{}, 0.f);
+  run(Bf16{}, 0.f);
+  run(Fp16{}, 128.f);
+  run(Bf16{}, 128.f);
+}
+
 TEST_CASE("flash_attention_wgmma rejects bad arguments before launching anything", "[day10][hopper][args][quick]") {
   const AttentionParams good = AttentionParams::make(1, 2, 2, 8, 8, 64);
   DeviceBuffer<uint16_t> q(size_t(good.q_elems())), o(size_t(good.o_elems()));
@@ -395,6 +432,12 @@ TEST_CASE("flash_attention_wgmma rejects bad arguments before launching anything
     COURSE_CHECK_INVALID_ARGUMENT("window", flash_attention_wgmma(x, x, x, y, with([](auto& p) { p.window = 16; })));
     COURSE_CHECK_INVALID_ARGUMENT(
         "head_dim", flash_attention_wgmma_step(WgmmaStep::kSerial, x, x, x, y, with([](auto& p) { p.head_dim = 80; })));
+    float* l = reinterpret_cast<float*>(o.data());
+    COURSE_CHECK_INVALID_ARGUMENT(
+        "lse", flash_attention_wgmma(x, x, x, y, reinterpret_cast<float*>(y + 1), good));  // 2 bytes off
+    COURSE_CHECK_INVALID_ARGUMENT("q", flash_attention_wgmma(nullptr, x, x, y, l, good));
+    COURSE_CHECK_INVALID_ARGUMENT("head_dim",
+                                  flash_attention_wgmma(x, x, x, y, l, with([](auto& p) { p.head_dim = 32; })));
   };
   run(Fp16{});
   run(Bf16{});
