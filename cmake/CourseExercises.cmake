@@ -23,9 +23,13 @@
 #   course_exercise_options(<id> MIN_SM 80 TIMEOUT 300)
 #   course_exercise_options(<id> MIN_SM 90 ARCH_SPECIFIC 90a)   built for that one target only
 #     (sm_90a: wgmma, setmaxnreg), as <num>a-real; other GPUs skip with the reason.
-#   course_exercise_options(<id> USES <other id>)   every implementation of <id> links the
-#     SOLUTION library of <other id> (libsol_<other id>): given code, e.g. the local kernel of a
-#     distributed exercise. Without that library the exercise is skipped with the reason.
+#   course_exercise_options(<id> USES <other id> ...)   every implementation of <id> links the
+#     SOLUTION library of each <other id> (libsol_<other id>): given code, e.g. the local kernel of
+#     a distributed exercise. Without one of those libraries the exercise is skipped with the reason.
+#   course_exercise_options(<id> USES_OPTIONAL <other id> ...)   the same where this build compiles
+#     libsol_<other id> (e.g. an sm_90a-only exercise in a build that targets sm_90), which then
+#     also defines COURSE_HAVE_<OTHER ID> (upper case: COURSE_HAVE_10_HOPPER_WGMMA) for the
+#     implementations' sources; where it does not, nothing is linked and nothing is skipped.
 #   course_exercise_options(<id> CPU_ONLY)   host C++ only (a serving engine's bookkeeping): the
 #     .cu files are compiled as C++ by the host compiler, the test links the CPU main, and every
 #     entry (skeleton, solution, wrong variants) runs wherever the course builds, CI included.
@@ -78,11 +82,28 @@ function(_course_archs_at_least min_sm out)
   set(${out} "${kept}" PARENT_SCOPE)
 endfunction()
 
+# Links the solution libraries an exercise USES (each must exist) and those it USES_OPTIONAL
+# (where they exist, with COURSE_HAVE_<ID> defined for the implementation's own sources).
+function(_course_link_uses target uses uses_optional)
+  foreach(u IN LISTS uses)
+    target_link_libraries(${target} PUBLIC libsol_${u})
+  endforeach()
+  foreach(u IN LISTS uses_optional)
+    if(TARGET libsol_${u})
+      string(TOUPPER "${u}" u_upper)
+      target_link_libraries(${target} PUBLIC libsol_${u})
+      target_compile_definitions(${target} PRIVATE COURSE_HAVE_${u_upper}=1)
+    endif()
+  endforeach()
+endfunction()
+
 function(course_exercise_options id)
-  cmake_parse_arguments(ARG "NCCL;CPU_ONLY" "MIN_SM;TIMEOUT;ARCH_SPECIFIC;USES" "GPU_COUNTS;MULTI_GPU_ONLY" ${ARGN})
+  cmake_parse_arguments(ARG "NCCL;CPU_ONLY" "MIN_SM;TIMEOUT;ARCH_SPECIFIC"
+                        "USES;USES_OPTIONAL;GPU_COUNTS;MULTI_GPU_ONLY" ${ARGN})
   set_property(GLOBAL PROPERTY COURSE_NCCL_${id} ${ARG_NCCL})
   set_property(GLOBAL PROPERTY COURSE_CPU_ONLY_${id} ${ARG_CPU_ONLY})
   set_property(GLOBAL PROPERTY COURSE_USES_${id} "${ARG_USES}")
+  set_property(GLOBAL PROPERTY COURSE_USES_OPTIONAL_${id} "${ARG_USES_OPTIONAL}")
   set_property(GLOBAL PROPERTY COURSE_GPU_COUNTS_${id} "${ARG_GPU_COUNTS}")
   set_property(GLOBAL PROPERTY COURSE_MULTI_GPU_ONLY_${id} "${ARG_MULTI_GPU_ONLY}")
   if(ARG_MIN_SM)
@@ -172,6 +193,7 @@ function(_course_add_cpu_exercise day id skeleton solution test_src wrongs)
   string(SUBSTRING "${day}" 0 5 day_label)
   get_property(timeout GLOBAL PROPERTY COURSE_TIMEOUT_${id})
   get_property(uses GLOBAL PROPERTY COURSE_USES_${id})
+  get_property(uses_optional GLOBAL PROPERTY COURSE_USES_OPTIONAL_${id})
   if(NOT timeout)
     set(timeout ${COURSE_DEFAULT_TEST_TIMEOUT})
   endif()
@@ -201,9 +223,7 @@ function(_course_add_cpu_exercise day id skeleton solution test_src wrongs)
     target_include_directories(lib${exe} PUBLIC ${day_dir})
     target_link_libraries(lib${exe} PUBLIC course_common)
     set_target_properties(lib${exe} PROPERTIES POSITION_INDEPENDENT_CODE ON LINKER_LANGUAGE CXX)
-    if(uses)
-      target_link_libraries(lib${exe} PUBLIC libsol_${uses})
-    endif()
+    _course_link_uses(lib${exe} "${uses}" "${uses_optional}")
     if(kind STREQUAL "skeleton")
       target_compile_options(lib${exe} PRIVATE -Wno-unused-parameter)
     endif()
@@ -249,6 +269,7 @@ function(course_add_exercise day id)
   get_property(arch_specific GLOBAL PROPERTY COURSE_ARCH_SPECIFIC_${id})
   get_property(needs_nccl GLOBAL PROPERTY COURSE_NCCL_${id})
   get_property(uses GLOBAL PROPERTY COURSE_USES_${id})
+  get_property(uses_optional GLOBAL PROPERTY COURSE_USES_OPTIONAL_${id})
   get_property(gpu_counts GLOBAL PROPERTY COURSE_GPU_COUNTS_${id})
   get_property(multi_gpu_only GLOBAL PROPERTY COURSE_MULTI_GPU_ONLY_${id})
   if(NOT min_sm)
@@ -286,9 +307,11 @@ function(course_add_exercise day id)
   endif()
 
   # Given code from another exercise's solution, and NCCL, where the exercise asks for them.
-  if(COURSE_HAVE_CUDA AND skip_reason STREQUAL "" AND uses AND NOT TARGET libsol_${uses})
-    set(skip_reason "needs the solution library of exercise ${uses}, which this build does not compile")
-  endif()
+  foreach(u IN LISTS uses)
+    if(COURSE_HAVE_CUDA AND skip_reason STREQUAL "" AND NOT TARGET libsol_${u})
+      set(skip_reason "needs the solution library of exercise ${u}, which this build does not compile")
+    endif()
+  endforeach()
   if(COURSE_HAVE_CUDA AND skip_reason STREQUAL "" AND needs_nccl)
     _course_find_nccl(have_nccl)
     if(NOT have_nccl)
@@ -380,9 +403,7 @@ function(course_add_exercise day id)
     list(GET parts 3 label)
     _course_impl_library(lib${exe} "${src}" "${day_dir}")
     set_target_properties(lib${exe} PROPERTIES CUDA_ARCHITECTURES "${archs}")
-    if(uses)
-      target_link_libraries(lib${exe} PUBLIC libsol_${uses})
-    endif()
+    _course_link_uses(lib${exe} "${uses}" "${uses_optional}")
     if(needs_nccl)
       target_link_libraries(lib${exe} PUBLIC course_nccl)
     endif()

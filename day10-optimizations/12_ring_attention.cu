@@ -5,8 +5,9 @@
 // chunks (zigzag: r and 2R − 1 − r) and holds one K/V block at a time. Each of the R steps:
 //   comm stream     send the block in hand to rank r + 1, receive the next one from rank r − 1
 //                   (into the other of two slots), one NCCL group over all ranks;
-//   compute stream  exercise 05's kernel on each (query chunk, key chunk) pair of the block in
-//                   hand that is not skipped, then merge its (O_s, L_s) into the running (O, L).
+//   compute stream  the local kernel (exercise 10 on a Hopper, else 05) on each (query chunk,
+//                   key chunk) pair of the block in hand that is not skipped, then merge its
+//                   (O_s, L_s) into the running (O, L).
 // Events keep the streams honest: kv_ready(r, slot) (a block has landed in that slot) and
 // kv_free(r) (the compute has finished reading the slot the next receive overwrites).
 // After the last step the running O is rounded to the 16-bit type.
@@ -21,6 +22,9 @@
 #include <string>
 
 #include "05_fp16_mma.h"
+#ifdef COURSE_HAVE_10_HOPPER_WGMMA
+#include "10_hopper_wgmma.h"
+#endif
 #include "12_ring_attention.h"
 #include "check_attention_args.h"
 #include "cuda_check.h"
@@ -54,12 +58,56 @@ __host__ __device__ RingPairKind ring_pair_kind(int q_chunk, int k_chunk, bool c
   return kRingSkip;  // TODO(3): replace (every pair skipped: nothing is computed)
 }
 
+// ---- the local kernel (12_ring_attention.h), given -------------------------------------------
+// Exercise 10 (wgmma, TMA, warp specialization: FlashAttention-3's design) where this build links
+// its solution (COURSE_HAVE_10_HOPPER_WGMMA: the build compiles sm_90a) and the GPU is a Hopper;
+// exercise 05 (mma.sync: FlashAttention-2's) everywhere else. Both write O and L = m + ln ℓ the
+// same way, so the merge cannot tell which one ran. Decided per call, on the current GPU: each
+// rank of a ring picks its own.
+namespace {
+
+bool local_is_wgmma(int device) {
+#ifdef COURSE_HAVE_10_HOPPER_WGMMA
+  int major = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major == 9;  // sm_90a code runs on compute capability 9.0, the only 9.x there is
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+template <class T>
+void local_attention(const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
+                     cudaStream_t stream) {
+#ifdef COURSE_HAVE_10_HOPPER_WGMMA
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  if (local_is_wgmma(device)) return flash_attention_wgmma(q, k, v, o, lse, p, stream);
+#endif
+  flash_attention_mma(q, k, v, o, lse, p, stream);
+}
+
+}  // namespace
+
+const char* ring_local_kernel(int device) { return local_is_wgmma(device) ? "10_hopper_wgmma" : "05_fp16_mma"; }
+
+void ring_local_attention(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
+                          const course::AttentionParams& p, cudaStream_t stream) {
+  local_attention(q, k, v, o, lse, p, stream);
+}
+
+void ring_local_attention(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
+                          float* lse, const course::AttentionParams& p, cudaStream_t stream) {
+  local_attention(q, k, v, o, lse, p, stream);
+}
+
 namespace {
 
 constexpr int kMergeThreads = 256;  // D threads per row, 256 / D rows per block
 
 // ---- the running state of a query chunk ------------------------------------------------------
-// Per query row: O (fp32, normalised like exercise 05's output) and L = ln Σ_j exp(s_ij) over
+// Per query row: O (fp32, normalised like the local kernel's output) and L = ln Σ_j exp(s_ij) over
 // the keys merged so far. Before the first merge a row has seen nothing: O = 0, L = −inf.
 __global__ void ring_init_kernel(float* __restrict__ o_run, float* __restrict__ l_run, int64_t rows, int d) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -69,7 +117,7 @@ __global__ void ring_init_kernel(float* __restrict__ o_run, float* __restrict__ 
   }
 }
 
-// Merges one partial (O_s, L_s) of exercise 05 into the running (O, L), row by row. Thread
+// Merges one partial (O_s, L_s) of the local kernel into the running (O, L), row by row. Thread
 // (d, rr) of a block owns element d of row blockIdx.x · kRows + rr.
 template <class T, int D>
 __global__ void __launch_bounds__(kMergeThreads)
@@ -130,7 +178,7 @@ struct Workspace {
   T* slot[2];       // the K/V block in hand and the one arriving (they swap every step)
   float* o_run[2];  // running O of the rank's query chunks (half 0, half 1)
   float* l_run[2];  // running L
-  T* part_o;        // one partial output of exercise 05
+  T* part_o;        // one partial output of the local kernel
   float* part_l;    // and its log-sum-exp
 };
 
@@ -213,7 +261,7 @@ void check_args(const RingBuffers<T>& b, const course::AttentionParams& p, const
   // The shared dense checks (batch, heads, GQA) on rank 0's first chunk, already checked above.
   course::require_attention_tensors(b.rank[0].q[0], b.rank[0].k[0], b.rank[0].v[0], b.rank[0].o[0], p, fn);
   course::require(p.head_dim == 64 || p.head_dim == 128, fn, "head_dim",
-                  "must be 64 or 128, exercise 05's kernel (got " + std::to_string(p.head_dim) + ")");
+                  "must be 64 or 128, the local kernel's (got " + std::to_string(p.head_dim) + ")");
   course::require(p.window == -1, fn, "window", "must be -1 (no sliding window)");
 }
 
@@ -271,7 +319,7 @@ void ring_attention_impl(const RingBuffers<T>& b, const course::AttentionParams&
       // TODO(7) (≈ 16 lines): the compute of step s on rank r, all on st. Wait for kv_ready(r, hold)
       //   (the block of step s has landed). Then for each query half qh and key half kh: the kind of
       //   the pair (query chunk of half qh, key chunk of the source's half kh); unless skipped,
-      //   exercise 05 with its log-sum-exp (flash_attention_mma) on that pair alone, with the two
+      //   the local kernel with its log-sum-exp (ring_local_attention) on that pair alone, with the two
       //   chunks' lengths and causal only on the diagonal, into ws[r].part_o and ws[r].part_l,
       //   then merge_partial into half qh. Last, record kv_free: slot `hold` is free (lesson:
       //   "Causal masks across chunks" and "Overlapping transfer and compute").

@@ -3,13 +3,13 @@
 //   O = softmax(scale · Q·Kᵀ + mask) · V   for a sequence too long for one GPU, split over the R
 //   ranks of a RingComm (day10-optimizations/nccl_ring.cuh: one GPU each, one host thread). Every
 //   rank keeps its query tokens; the K/V blocks travel around the ring, rank r → rank r + 1, one
-//   hop per step, while each rank runs exercise 05's kernel on the block it holds. After R steps
+//   hop per step, while each rank runs the local kernel on the block it holds. After R steps
 //   every rank has seen every block, and its partial outputs, merged by their log-sum-exp, are
 //   exactly the attention over the whole sequence.
 //
 // The global problem: p with seq_q == seq_k == N (one sequence attends to itself), Q, O
 // [B, Hq, N, D] and K, V [B, Hkv, N, D], fp16 (__half) or bf16 (__nv_bfloat16), one overload
-// each; any Hkv dividing Hq (GQA); head_dim 64 or 128 and window -1 (exercise 05's kernel);
+// each; any Hkv dividing Hq (GQA); head_dim 64 or 128 and window -1 (the local kernel's);
 // causal or not (bottom-right alignment is top-left here, Nq == Nk); scale as in
 // attention_params.h. Partial outputs are merged in fp32; O is rounded to the 16-bit type once.
 //
@@ -30,7 +30,7 @@
 // The schedule. At step s = 0 .. R−1 rank r holds the K/V block (both chunks) of rank
 // ring_source(r, s) = (r − s) mod R; during step s it sends that block on to rank r + 1 and
 // receives the block of step s + 1 from rank r − 1 (ncclSend/ncclRecv, one group over all
-// ranks, on the ranks' comm streams), while its compute stream runs exercise 05 on every
+// ranks, on the ranks' comm streams), while its compute stream runs the local kernel on every
 // (query chunk, key chunk) pair that is not skipped: ring_pair_kind says which are skipped
 // (causal: the key chunk lies after the query chunk), fully visible, or the causal diagonal.
 // Each pair's partial output and log-sum-exp are merged into a running fp32 (O, L) per query row.
@@ -42,6 +42,15 @@
 // std::invalid_argument naming the field (buffers, q, k, v, o, workspace, seq_q, seq_k, batch,
 // heads_q, heads_kv, head_dim, window) before anything is enqueued; std::runtime_error for a
 // NCCL error or a timeout (RingComm). Needs sm_80 (exercise 05) and NCCL.
+//
+// The local kernel (given code, ring_local_attention below), picked per GPU at run time:
+// exercise 10's flash_attention_wgmma (FlashAttention-3 style: wgmma, TMA, warp specialization)
+// where the build links it (it compiles sm_90a: COURSE_CUDA_ARCH has 90; the build then defines
+// COURSE_HAVE_10_HOPPER_WGMMA) and the rank's GPU is sm_90 (cudaDevAttrComputeCapabilityMajor
+// == 9: H100, H200, GH200); exercise 05's flash_attention_mma everywhere else. Both write O and
+// the log-sum-exp L = m + ln ℓ (natural log, scaled logits, −inf for a row that sees no key) by
+// the same contract, so the merge is the same for either; they differ in speed, and in that 05's ℓ
+// sums the 16-bit-rounded P (10's the fp32 P), far below the tolerances.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -83,7 +92,7 @@ __host__ __device__ RingPairKind ring_pair_kind(int q_chunk, int k_chunk, bool c
 
 // Bytes of each rank's workspace: the two K/V slots the blocks travel through (one read, one
 // receiving), the running O (fp32) and L of the rank's two query chunks, and one partial
-// output of exercise 05 with its log-sum-exp, all sized for the longest chunk ⌈N / 2R⌉.
+// output of the local kernel with its log-sum-exp, all sized for the longest chunk ⌈N / 2R⌉.
 size_t ring_attention_workspace_bytes(const course::AttentionParams& p, int ranks);
 
 // One rank's tensors: q[h], k[h], v[h], o[h] hold chunk ring_chunk(rank, h, R, zigzag).
@@ -100,6 +109,16 @@ template <class T>
 struct RingBuffers {
   std::vector<RingRank<T>> rank;  // one entry per rank of the ring, in rank order
 };
+
+// The local kernel: one (query chunk, key chunk) pair on the current GPU, O and its log-sum-exp
+// (lse [B, Hq, Nq] fp32, or null) with exercise 05's / 10's contract and checks, enqueued
+// on `stream`. ring_local_kernel names the one GPU `device` runs: "10_hopper_wgmma" or
+// "05_fp16_mma" (the bench's rows and the tests' messages say it).
+void ring_local_attention(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
+                          const course::AttentionParams& p, cudaStream_t stream);
+void ring_local_attention(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
+                          float* lse, const course::AttentionParams& p, cudaStream_t stream);
+const char* ring_local_kernel(int device);
 
 void ring_attention(const RingBuffers<__half>& b, const course::AttentionParams& p, RingComm& ring, bool zigzag = true);
 void ring_attention(const RingBuffers<__nv_bfloat16>& b, const course::AttentionParams& p, RingComm& ring,

@@ -1,6 +1,8 @@
 // Tests for day10/12_ring_attention: one sequence split over a ring of R GPUs, fp16 and bf16,
 // against the CPU reference run in double on the SAME 16-bit-rounded inputs (the gathered
-// global output), and, on several GPUs, against exercise 05 run on the whole sequence on one GPU.
+// global output), and, on several GPUs, against the local kernel run on the whole sequence on one
+// GPU (ring_local_attention: exercise 10 on a Hopper where the build has it, else 05; the
+// messages name it).
 //
 // What runs where:
 //   [index]       CPU only: the chunk split, the zigzag and naive owners, ring_source, the pair
@@ -18,7 +20,7 @@
 //                 child, and the deadline passing is the failed assertion.
 //
 // Tolerances (common/compare.h): Tolerance::fp16(), and for bf16 Tolerance::bf16_merged(), which
-// budgets the extra rounding of exercise 05's bf16 partial outputs before the merge. Comparing
+// budgets the extra rounding of the local kernel's bf16 partial outputs before the merge. Comparing
 // the ring with the one-GPU result doubles both bounds: each is within one of the reference.
 //
 // Inputs and outputs: outputs are NaN-poisoned and guarded (DeviceBuffer), each rank's workspace
@@ -39,7 +41,6 @@
 #include <thread>
 #include <vector>
 
-#include "05_fp16_mma.h"
 #include "12_ring_attention.h"
 #include "gpu_test.h"
 #include "half_types.h"
@@ -196,7 +197,7 @@ std::vector<float> run_one_gpu(int device, const AttentionParams& p, const std::
   auto d_q = course::to_device(q), d_k = course::to_device(k), d_v = course::to_device(v);
   DeviceBuffer<uint16_t> d_o(size_t(p.o_elems()));
   d_o.poison();
-  flash_attention_mma(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), p);
+  ring_local_attention(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), nullptr, p, 0);
   CUDA_CHECK(cudaDeviceSynchronize());
   return Ty::decode(d_o.download());
 }
@@ -217,7 +218,7 @@ AttentionParams params_of(const Case& c) {
 }
 
 // Runs every case on `ring` for one type: gathered output vs the fp64 reference and, with
-// `vs_one_gpu`, vs exercise 05 on one GPU. Stops at the first exception (a timed-out, aborted
+// `vs_one_gpu`, vs the local kernel on one GPU. Stops at the first exception (a timed-out, aborted
 // ring cannot run the next case), which becomes a failed assertion with its message.
 template <class Ty>
 void run_cases(RingComm& ring, const std::string& name, const std::vector<Case>& cases, bool vs_one_gpu) {
@@ -228,7 +229,7 @@ void run_cases(RingComm& ring, const std::string& name, const std::vector<Case>&
     INFO(Ty::name << " R=" << ring.size() << (c.zigzag ? " zigzag" : " naive") << " B=" << c.b << " Hq=" << c.h
                   << " Hkv=" << p.heads_kv << " N=" << c.n << " D=" << c.d << (c.causal ? " causal" : "")
                   << (c.scale != 0.f ? " scale=128" : "") << " (" << c.why << "), seed = " << seed
-                  << " (set COURSE_SEED to vary)");
+                  << " (set COURSE_SEED to vary); local kernel " << ring_local_kernel(ring.device(0)));
     const bool big = c.scale != 0.f;
     const auto q = Ty::round(big ? course::random_normal_sixteenths(size_t(p.q_elems()), seed)
                                  : course::random_normal(size_t(p.q_elems()), seed));
@@ -256,7 +257,8 @@ void run_cases(RingComm& ring, const std::string& name, const std::vector<Case>&
       const course::Tolerance twice{2 * tol.atol, 2 * tol.rtol, 2 * tol.max_rel_l2, "twice the ring's tolerance"};
       const auto r1 = course::compare(got.o, one, dims, twice);
       if (!r1.ok)
-        FAIL_CHECK("ring of " << ring.size() << " vs exercise 05 on one GPU: " << r1.report);
+        FAIL_CHECK("ring of " << ring.size() << " vs " << ring_local_kernel(ring.device(0))
+                              << " on one GPU: " << r1.report);
       else
         SUCCEED("ring of " << ring.size() << " matches the one-GPU result");
     }
@@ -527,7 +529,7 @@ TEST_CASE("ring_attention, ring of one GPU: small shapes, causal and not, GQA", 
                {1, 1, 3, 128, true, "N = 3: chunks of 1 and 2 tokens, causal"},
                {2, 3, 17, 64, true, "N odd, batch and heads > 1, causal"},
                {1, 2, 67, 128, false, "N odd, not causal: every pair full"},
-               {1, 2, 130, 64, true, "chunks of 65: two key tiles of exercise 05 each"},
+               {1, 2, 130, 64, true, "chunks of 65: a key tile and one key more (05: 64 keys a tile)"},
                {1, 8, 67, 64, true, "GQA 8/2, causal", 2},
                {2, 4, 100, 128, false, "MQA 4/1", 1},
                {1, 2, 41, 64, true, "the naive split (the same as zigzag for R = 1)", 0, false},
