@@ -1,6 +1,7 @@
 // Family "ring": day 10 · 12, ring attention: one long causal sequence split over R GPUs of one
-// host, the K/V blocks travelling around a ring of ncclSend/ncclRecv while every rank runs
-// exercise 05's kernel on the block it holds (day10-optimizations/12_ring_attention.h).
+// host, the K/V blocks travelling around a ring of ncclSend/ncclRecv while every rank runs the
+// local kernel on the block it holds (day10-optimizations/12_ring_attention.h: exercise 10 on an
+// sm_90 GPU where the build has it, else exercise 05; each row's note names the one that ran).
 //
 // Grid: fp16, B = 1, H = 16, D = 128 (H·D = 2048), causal, N ∈ {128k, 256k, 512k, 1M}, the
 // zigzag split on R = 1, 2 and 4 GPUs; the naive split (rank r holds chunks 2r, 2r + 1) at
@@ -30,7 +31,7 @@
 //   imbalance     from the contract's split, not measured: the causal work (visible query-key
 //                 pairs) of the busiest rank / the mean over ranks (zigzag ≈ 1, naive ≈ 2 − 1/R)
 //   compute_ms    "the compute alone": the same R GPUs run, in parallel and with no transfer,
-//                 every launch of exercise 05 that rank r's compute stream makes in the
+//                 every launch of the local kernel that rank r's compute stream makes in the
 //                 contract's schedule (steps s = 0 .. R−1, the block of rank (r − s) mod R, each
 //                 (query chunk, key chunk) pair that is not skipped, the diagonal with its
 //                 mask), each followed by a device-to-device copy that moves the bytes of the
@@ -77,7 +78,6 @@
 #ifdef BENCH_HAVE_12_ring_attention
 #include <nccl.h>
 
-#include "05_fp16_mma.h"  // 12's given local kernel: 12's libraries link exercise 05's solution
 #include "12_ring_attention.h"
 #endif
 
@@ -297,7 +297,7 @@ struct RankMem {
   course::DeviceBuffer<uint16_t> q[2], k[2], v[2], o[2];
   course::DeviceBuffer<unsigned char> ws;
   // The compute alone and the communication alone (R > 1): one K/V block to send (also the
-  // keys and values the compute alone reads), one to receive, exercise 05's partial output and
+  // keys and values the compute alone reads), one to receive, the local kernel's partial output and
   // log-sum-exp, and the bytes the merge stand-ins copy.
   course::DeviceBuffer<uint16_t> kv_send, kv_recv, part_o;
   course::DeviceBuffer<float> part_l;
@@ -587,9 +587,9 @@ void enqueue_compute_alone(RingComm& ring, const Ranks& mem, const AttentionPara
           local.seq_q = chunk_len(qc, N, R);
           local.seq_k = chunk_len(kc, N, R);
           local.causal = kind == Pair::kDiagonal;
-          flash_attention_mma(reinterpret_cast<const __half*>(m.q[qh].data()), kv + kh * bhk * lmax * D,
-                              kv + (2 + kh) * bhk * lmax * D, reinterpret_cast<__half*>(m.part_o.data()),
-                              m.part_l.data(), local, st);
+          ring_local_attention(reinterpret_cast<const __half*>(m.q[qh].data()), kv + kh * bhk * lmax * D,
+                               kv + (2 + kh) * bhk * lmax * D, reinterpret_cast<__half*>(m.part_o.data()),
+                               m.part_l.data(), local, st);
           // The merge: running O read and written in fp32 (8 bytes), partial O read (2 bytes).
           CUDA_CHECK(cudaMemcpyAsync(state + half_state, state, size_t(5 * bhq * local.seq_q * D),
                                      cudaMemcpyDeviceToDevice, st));
@@ -729,6 +729,10 @@ Measurement time_ring(const Shape& s, const TimingConfig& cfg) {
     if (spread > 0.5 * comm) note << " — within noise: the ring's runs spread over " << fixed(spread, 1) << " ms";
   }
   note << "; work imbalance " << fixed(imbalance, 2) << " (busiest rank / mean)";
+  note << "; local kernel " << ring_local_kernel(ring.device(0));  // and any rank whose GPU differs
+  for (int r = 1; r < R; ++r)
+    if (std::string(ring_local_kernel(ring.device(r))) != ring_local_kernel(ring.device(0)))
+      note << " (rank " << r << ": " << ring_local_kernel(ring.device(r)) << ")";
   m.note = note.str();
   return m;
 }
