@@ -22,6 +22,12 @@
 
 // Which implementation of each exercise this library links: "solution" or "yours" (set by
 // engine/CMakeLists.txt from SERVE_MINE).
+#ifndef SERVE_IMPL_01
+#define SERVE_IMPL_01 "solution"
+#endif
+#ifndef SERVE_IMPL_02
+#define SERVE_IMPL_02 "solution"
+#endif
 #ifndef SERVE_IMPL_03
 #define SERVE_IMPL_03 "solution"
 #endif
@@ -181,7 +187,9 @@ std::string ModelRunner::kernel_summary() const {
   std::string prefill = use_wgmma_ ? std::string("10_hopper_wgmma (") + SERVE_IMPL_10 + ")"
                                    : std::string("05_fp16_mma (") + SERVE_IMPL_05 + ")";
   return "prefill: " + prefill + " · decode: 06_split_kv_decode (" + SERVE_IMPL_06 +
-         ") · norm: 03_fused_add_rmsnorm (" + SERVE_IMPL_03 + ") · rope: 07_rope_yarn (" + SERVE_IMPL_07 + ")";
+         ") · norm: 03_fused_add_rmsnorm (" + SERVE_IMPL_03 + ") · rope: 07_rope_yarn (" + SERVE_IMPL_07 +
+         ") · pages: 01_kv_block_manager (" + SERVE_IMPL_01 + ") · scheduler: 02_batch_scheduler (" + SERVE_IMPL_02 +
+         ")";
 }
 
 void ModelRunner::mark(Part p) {
