@@ -145,7 +145,11 @@ def source_line(src, meta, page):
     link = os.path.relpath(ROOT / REFERENCE / f"{src}.csv", page.parent)
     parts = [meta.get("gpu", "?"), f"driver {meta.get('driver', '?')}", f"CUDA {meta.get('cuda', '?')}"]
     if meta.get("pytorch", "none") != "none":
-        parts += [f"PyTorch {meta['pytorch']}", f"cuDNN {meta.get('cudnn', '?')}"]
+        parts.append(f"PyTorch {meta['pytorch']}")
+        if "cudnn" in meta:
+            parts.append(f"cuDNN {meta['cudnn']}")
+    if "transformers" in meta:
+        parts.append(f"transformers {meta['transformers']}")
     if "nccl" in meta:
         parts.append(f"NCCL {meta['nccl']}")
     return f"<sub>{', '.join(parts)}; recorded {meta.get('date', '?')} ([{src}.csv]({link})).</sub>"
@@ -443,6 +447,76 @@ class Summary:
 
 
 TABLES["summary"] = Summary()
+
+
+# Day 11: the serving engine's workloads (serve_bench) and transformers on the same shapes.
+SERVE_MODELS = {"smollm2_135m": "SmolLM2-135M", "llama3_8b": "Llama-3-8B"}
+
+
+def serve_label(r):
+    return "long context, 32k" if r["workload"] == "long" else f"B = {r['batch']}"
+
+
+class ServeTable:
+    """Rows of h100-serve.csv (CUDA graphs on), with transformers' tokens/s of the same model,
+    workload and batch from h100-serve-torch.csv beside them when `torch` is set."""
+
+    def __init__(self, what, columns, torch=False, where=None):
+        self.what, self.columns, self.torch, self.where = what, columns, torch, where or {}
+
+    def render(self, page):
+        meta, rows = load("h100-serve")
+        _, trows = load("h100-serve-torch")
+        theirs = {(r["model"], r["workload"], r["batch"]): r for r in trows}
+        head = ["model", "workload"] + [h for h, _ in self.columns]
+        if self.torch:
+            head += ["transformers tok/s", "ours / transformers"]
+        out = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+        for r in rows:
+            if r["graphs"] != "1" or not matches(r, self.where):
+                continue
+            line = [SERVE_MODELS.get(r["model"], r["model"]), serve_label(r)] + [fn(r) for _, fn in self.columns]
+            if self.torch:
+                t = theirs.get((r["model"], r["workload"], r["batch"]))
+                ok = t is not None and t["status"] == "ok"
+                line += [f1(t["tokens_per_s"]) if ok else (t["status"] if t else "–"),
+                         f"{float(r['tokens_per_s']) / float(t['tokens_per_s']):.1f}×" if ok else "–"]
+            out.append("| " + " | ".join(line) + " |")
+        out.append("")
+        out.append(source_line("h100-serve", meta, page) +
+                   " <sub>Prompt 512 tokens, 128 new tokens per request, greedy, random weights at each model's "
+                   "shapes, fp16; the engine with CUDA graphs on; floor = (weights + KV bytes a decode step reads) "
+                   "/ the copy roof measured in the same run.</sub>")
+        if self.torch:
+            out.append("")
+            out.append(source_line("h100-serve-torch", load("h100-serve-torch")[0], page) +
+                       " <sub>transformers: eager `generate` with its dense cache, fp16, the same shapes.</sub>")
+        return out
+
+
+SERVE_TPOT = [("TPOT p50 ms", lambda r: f3(r["tpot_ms_p50"])),
+              ("floor ms", lambda r: f3(r["tpot_floor_ms"])),
+              ("step / floor", lambda r: f"{float(r['decode_step_ms']) / float(r['tpot_floor_ms']):.2f}×"),
+              ("tok/s", lambda r: f0(r["tokens_per_s"]))]
+TABLES.update({
+    "serve_summary": ServeTable("day 11: the engine against the bandwidth floor and transformers", SERVE_TPOT, torch=True),
+    "perf_serve": ServeTable("day 11: every serve_bench workload",
+                             [("TTFT p50 ms", lambda r: ms(r["ttft_ms_p50"])),
+                              ("TPOT p50 / p99 ms", lambda r: f"{f3(r['tpot_ms_p50'])} / {f2(r['tpot_ms_p99'])}"),
+                              ("tok/s", lambda r: f0(r["tokens_per_s"])),
+                              ("decode GB/s", lambda r: f0(r["decode_gbs"])),
+                              ("step / floor", lambda r: f"{float(r['decode_step_ms']) / float(r['tpot_floor_ms']):.2f}×"),
+                              ("KV MiB (dense)", lambda r: f"{f0(r['kv_mib'])} ({f0(r['dense_kv_mib'])})"),
+                              ("attention / GEMMs / rest ms", lambda r: f"{f2(r['attention_ms'])} / {f2(r['gemm_ms'])} / "
+                                                                      f"{f2(r['other_ms'])}")]),
+    "03_fused_add_rmsnorm": Table("fused residual add + RMSNorm (03) vs the unfused pair (residual add, then rmsnorm)",
+                                  "h100-rmsnorm", dict(family="rmsnorm"),
+                                  [("tokens", col("rows")), ("hidden", col("cols")), ("dtype", col("dtype"))],
+                                  [series("03_fused_add_rmsnorm", "fused µs", "median_ms", lambda x: f"{1000 * float(x):.1f}"),
+                                   series("03_fused_add_rmsnorm", "% of copy", "pct_copy", pct),
+                                   series("baseline", "unfused µs", "median_ms", lambda x: f"{1000 * float(x):.1f}")],
+                                  derived=[("unfused / fused", speedup(2, 0))]),
+})
 
 
 # ------------------------------------------------------------------ the markdown side
