@@ -186,6 +186,22 @@ function(_course_impl_library target source day_dir)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
 
+# The source of a wrong variant: the patch applied to its solution, in the build tree. A patch
+# that no longer applies fails this step with a message naming the patch, the hunk and the first
+# line that differs.
+function(_course_patched_source patch day solution out)
+  get_filename_component(stem "${patch}" NAME_WE)
+  set(applied "${CMAKE_BINARY_DIR}/wrong/${day}/${stem}.cu")
+  add_custom_command(
+    OUTPUT "${applied}"
+    COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/tools/apply_patch.py" "${patch}" "${applied}"
+            --root "${PROJECT_SOURCE_DIR}"
+    DEPENDS "${patch}" "${solution}" "${PROJECT_SOURCE_DIR}/tools/apply_patch.py"
+    COMMENT "Applying solutions/wrong/${day}/${stem}.patch"
+    VERBATIM)
+  set(${out} "${applied}" PARENT_SCOPE)
+endfunction()
+
 # A CPU_ONLY exercise: host C++ in .cu files (so every exercise has the same file layout), built
 # with or without a CUDA toolkit and run everywhere. Kinds and names as for a GPU exercise.
 function(_course_add_cpu_exercise day id skeleton solution test_src wrongs)
@@ -203,14 +219,7 @@ function(_course_add_cpu_exercise day id skeleton solution test_src wrongs)
   set(impls "skeleton|${skeleton}|ex_${id}" "solution|${solution}|sol_${id}")
   foreach(w IN LISTS wrongs)
     get_filename_component(stem "${w}" NAME_WE)
-    set(applied "${CMAKE_BINARY_DIR}/wrong/${day}/${stem}.cu")
-    add_custom_command(
-      OUTPUT "${applied}"
-      COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/tools/apply_patch.py" "${w}" "${applied}"
-              --root "${PROJECT_SOURCE_DIR}"
-      DEPENDS "${w}" "${solution}" "${PROJECT_SOURCE_DIR}/tools/apply_patch.py"
-      COMMENT "Applying solutions/wrong/${day}/${stem}.patch"
-      VERBATIM)
+    _course_patched_source("${w}" ${day} "${solution}" applied)
     list(APPEND impls "wrong|${applied}|wrong_${stem}")
   endforeach()
   foreach(entry IN LISTS impls)
@@ -365,16 +374,7 @@ function(course_add_exercise day id)
   set(impls "skeleton|${skeleton}|ex_${id}|exercise" "solution|${solution}|sol_${id}|solution")
   foreach(w IN LISTS wrongs)
     get_filename_component(stem "${w}" NAME_WE)
-    # The patched source lives in the build tree; a patch that no longer applies fails this
-    # step with a message naming the patch, the hunk and the first line that differs.
-    set(applied "${CMAKE_BINARY_DIR}/wrong/${day}/${stem}.cu")
-    add_custom_command(
-      OUTPUT "${applied}"
-      COMMAND ${Python3_EXECUTABLE} "${PROJECT_SOURCE_DIR}/tools/apply_patch.py" "${w}" "${applied}"
-              --root "${PROJECT_SOURCE_DIR}"
-      DEPENDS "${w}" "${solution}" "${PROJECT_SOURCE_DIR}/tools/apply_patch.py"
-      COMMENT "Applying solutions/wrong/${day}/${stem}.patch"
-      VERBATIM)
+    _course_patched_source("${w}" ${day} "${solution}" applied)
     if(COURSE_BUILD_WRONG_VARIANTS)
       list(APPEND impls "wrong|${applied}|wrong_${stem}|wrong")
     else()
