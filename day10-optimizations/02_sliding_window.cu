@@ -186,7 +186,7 @@ void ring_decode_attention(const float* q, const float* k_cache, const float* v_
   // A decode "query tile" is the G query heads of one KV head: BR = 8 rows instead of prefill's
   // 64-128, so few rows are padding. The grid is only B · Hkv blocks (512 for B = 64, Hkv = 8),
   // so what matters is that all of them are resident at once: key tiles of 32 slots at D = 128
-  // keep a block at 39 KiB (5 per SM on an H100); 64-slot tiles (74 KiB, 3 per SM) measured
+  // keep a block at 38 KiB (5 per SM on an H100); 64-slot tiles (72 KiB, 3 per SM) measured
   // 66 % of copy bandwidth there, because 512 blocks then need 1.3 waves.
   const int smem_limit = course::smem_limit_per_block();
   auto go = [&](auto config) { launch_decode<decltype(config)>(q, k_cache, v_cache, seq_lens, o, p, stream); };
