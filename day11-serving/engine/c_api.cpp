@@ -3,8 +3,13 @@
 // that can fail returns -1 (or NULL) and leaves the reason in serving_last_error(); exceptions
 // never cross the C boundary. A refused request is not a failure: it gets an id, and
 // serving_result_error() returns its message.
+#include <execinfo.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -36,6 +41,27 @@ struct Handle {
   std::string summary;
 };
 
+// SERVING_BACKTRACE=1: a crash inside the engine prints the C++ stack (glibc's backtrace) before
+// the process dies, where Python's faulthandler only shows the Python line that called in.
+void print_backtrace(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  const char msg[] = "serving: fatal signal in the engine; C++ stack:\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  backtrace_symbols_fd(frames, n, 2);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void install_backtrace_handler() {
+  const char* on = std::getenv("SERVING_BACKTRACE");
+  if (on && on[0] == '1') {
+    std::signal(SIGSEGV, print_backtrace);
+    std::signal(SIGBUS, print_backtrace);
+    std::signal(SIGABRT, print_backtrace);
+  }
+}
+
 Engine& engine_of(void* h) {
   if (!h) throw std::invalid_argument("null engine handle");
   return *static_cast<Handle*>(h)->engine;
@@ -51,6 +77,7 @@ const char* serving_last_error(void) { return g_error.c_str(); }
 // weights from `seed`). num_blocks 0: half the free GPU memory; max_context 0: the model's.
 void* serving_create(const char* model, uint64_t seed, int block_size, int num_blocks, int max_context,
                      int max_num_seqs, int max_step_tokens, int max_prefill_chunk, int cuda_graphs) {
+  install_backtrace_handler();
   return guarded(
       [&]() -> void* {
         EngineConfig ec;

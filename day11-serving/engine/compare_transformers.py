@@ -87,6 +87,16 @@ def engine_worker(lib_path, ckpt, plan_path, out_path):
     return 0
 
 
+def symbolize(stderr, lib):
+    """The engine's C++ frames of a crash (SERVING_BACKTRACE's offsets) as functions and lines."""
+    import re
+    import shutil
+    offsets = re.findall(r"libcourse_serving_capi\.so\(\+(0x[0-9a-f]+)\)", stderr)
+    if offsets and shutil.which("addr2line"):
+        out = subprocess.run(["addr2line", "-f", "-C", "-i", "-e", lib] + offsets, capture_output=True, text=True)
+        print("the engine's frames:\n" + out.stdout)
+
+
 def rel_l2(a, b):
     import numpy as np
     return float(np.linalg.norm((a - b).ravel()) / max(np.linalg.norm(b.ravel()), 1e-30))
@@ -164,9 +174,11 @@ def main():
     with open(plan_path, "w") as f:
         json.dump(plan, f)
     worker = subprocess.run([sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--engine-worker", ckpt,
-                             plan_path, out_path], capture_output=True, text=True)
+                             plan_path, out_path], capture_output=True, text=True,
+                            env=dict(os.environ, SERVING_BACKTRACE="1"))
     if worker.returncode != 0:
         print(worker.stdout + worker.stderr)
+        symbolize(worker.stderr, args.lib)
         print(f"FAILED: the engine process exited with status {worker.returncode}")
         return 1
     eng = np.load(out_path)
