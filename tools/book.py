@@ -80,6 +80,10 @@ def nav():
                 chapter.append(rel(hints))
             if chapter:
                 items.append(section(title(ROOT / chapter[0]), ROOT / chapter[0], chapter))
+        # A day's folders of given code with a README of their own (day 11's model/ and engine/).
+        for given in sorted(d for d in day.iterdir() if d.is_dir() and (d / "README.md").is_file()
+                            and not d.name[:2].isdigit() and d.name not in ("hints", "tests")):
+            items.append(rel(given / "README.md"))
         out.append(section(title(overview) if overview.is_file() else day.name,
                            overview if overview.is_file() else None, items))
     out.append({"Reference": [rel(ROOT / d) for d in REFERENCE_DOCS if (ROOT / d).is_file()]})
