@@ -101,7 +101,7 @@ class Engine:
     def run(self):
         self._check(self.lib.serving_run(self.h))
 
-    def result(self, rid, with_logits=False):
+    def result(self, rid, with_logits=False, raw=False):
         lib, h = self.lib, self.h
         n_err = self._check(lib.serving_result_error(h, rid, None, 0))
         buf = ctypes.create_string_buffer(n_err + 1)
@@ -116,17 +116,24 @@ class Engine:
         r = Result(rid, buf.value.decode(errors="replace"), list(toks[:n]), list(margins[:n]), list(times[:n]),
                    preemptions=lib.serving_result_preemptions(h, rid))
         if with_logits:
-            import numpy as np
             count = self._check(lib.serving_result_logits(h, rid, None, 0))
-            out = np.empty(count, dtype=np.float32)
-            lib.serving_result_logits(h, rid, out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), count)
-            r.logits = out.reshape(-1, self.vocab)
+            buf = (ctypes.c_float * max(count, 1))()
+            lib.serving_result_logits(h, rid, buf, count)
+            r.logits = _floats(buf, count, self.vocab, raw)
         return r
 
-    def prompt_logits(self, tokens, chunk):
-        import numpy as np
-        out = np.empty((len(tokens), self.vocab), dtype=np.float32)
+    def prompt_logits(self, tokens, chunk, raw=False):
+        buf = (ctypes.c_float * (len(tokens) * self.vocab))()
         arr = (ctypes.c_int32 * len(tokens))(*tokens)
-        self._check(self.lib.serving_prompt_logits(self.h, arr, len(tokens), chunk,
-                                                   out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))))
-        return out
+        self._check(self.lib.serving_prompt_logits(self.h, arr, len(tokens), chunk, buf))
+        return _floats(buf, len(tokens) * self.vocab, self.vocab, raw)
+
+
+def _floats(buf, count, vocab, raw):
+    """count floats of a ctypes buffer: numpy [count / vocab, vocab], or (raw) the bytes. The raw
+    form lets a process use the engine without importing numpy (see compare_transformers.py)."""
+    data = bytes(buf)[:4 * count]
+    if raw:
+        return data
+    import numpy as np
+    return np.frombuffer(data, dtype=np.float32).reshape(-1, vocab).copy()
