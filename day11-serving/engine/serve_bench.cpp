@@ -50,6 +50,18 @@ double percentile(std::vector<double> v, double p) {
 // Printable bytes, so that a prompt means the same to the byte tokenizer of any model.
 std::vector<int32_t> byte_prompt(int n, uint64_t seed) { return random_tokens(n, seed, 32, 95); }
 
+// `batch` greedy requests of `prompt` tokens (prompt b drawn from seed0 + b), submitted together.
+std::vector<int> submit_batch(Engine& engine, int batch, int prompt, int new_tokens, uint64_t seed0) {
+  std::vector<int> ids;
+  for (int b = 0; b < batch; ++b) {
+    Request r;
+    r.prompt = byte_prompt(prompt, seed0 + b);
+    r.max_new_tokens = new_tokens;
+    ids.push_back(engine.submit(r));
+  }
+  return ids;
+}
+
 struct Row {
   std::string model, workload;
   int batch = 0, prompt = 0, new_tokens = 0;
@@ -77,24 +89,13 @@ Row run_workload(const std::string& model, uint64_t seed, int batch, int prompt,
   // Warm-up with the workload's own shapes (the same prompts, 3 new tokens): cuBLAS's first call
   // for each GEMM shape, the kernels' module loads and the decode batch size's graph capture are
   // one-time costs, not what a served request pays.
-  for (int b = 0; b < batch; ++b) {
-    Request r;
-    r.prompt = byte_prompt(prompt, seed * 3000 + b);
-    r.max_new_tokens = 3;
-    engine.submit(r);
-  }
+  submit_batch(engine, batch, prompt, 3, seed * 3000);
   engine.run();
   const int steps0 = engine.decode_steps();
   const double decode0 = engine.decode_ms();
 
-  std::vector<int> ids;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int b = 0; b < batch; ++b) {
-    Request r;
-    r.prompt = byte_prompt(prompt, seed * 1000 + b);
-    r.max_new_tokens = new_tokens;
-    ids.push_back(engine.submit(r));
-  }
+  const std::vector<int> ids = submit_batch(engine, batch, prompt, new_tokens, seed * 1000);
   engine.run();
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
@@ -134,12 +135,7 @@ Row run_workload(const std::string& model, uint64_t seed, int batch, int prompt,
 
   // Profiling pass: the same batch, a few decode steps, events around each part.
   engine.runner().set_profiling(true);
-  for (int b = 0; b < batch; ++b) {
-    Request r;
-    r.prompt = byte_prompt(prompt, seed * 2000 + b);
-    r.max_new_tokens = 8;
-    engine.submit(r);
-  }
+  submit_batch(engine, batch, prompt, 8, seed * 2000);
   engine.run();
   engine.runner().set_profiling(false);
   const int n = std::max(engine.profiled_decode_steps(), 1);
