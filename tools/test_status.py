@@ -139,6 +139,17 @@ def report_check(table, results):
     if cpu:
         ok = sum(s == PASS for s, _ in cpu)
         print(f"\nCPU tests: {ok}/{len(cpu)} passed")
+    # Tests of given code that is no exercise (day 11's engine: day11/engine/<case>).
+    ids = {ex for _, ex in exercises()}
+    given = sorted((n, r) for n, r in results.items()
+                   if n.startswith("day") and len(n.split("/")) == 3 and n.split("/")[1] not in ids)
+    if given:
+        ran = [(n, r) for n, r in given if r[0] != NOTRUN]
+        ok = sum(r[0] == PASS for _, r in ran)
+        failed = [n for n, r in ran if r[0] == FAIL]
+        print(f"\nGiven code's GPU tests: {ok}/{len(ran)} passed" +
+              (f", {len(given) - len(ran)} not run ({split_reason(next(r[1] for _, r in given if r[0] == NOTRUN))[0]})"
+               if len(ran) < len(given) else "") + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     print("\nSolutions and wrong variants (a wrong variant passes when its test rejects it):")
     for _, ex in exercises():
         kinds = table.get(ex, {})
