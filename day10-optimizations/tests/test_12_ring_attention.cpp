@@ -613,7 +613,7 @@ TEST_CASE("ring_attention rejects bad arguments before anything runs", "[day10][
 // Rings of 2 and 4 GPUs (hidden: `sol_12_ring_attention "[2gpu]"`, CTest …/solution_2gpu).
 
 TEST_CASE("ring_attention over 2 GPUs = one GPU = the fp64 reference", "[.][2gpu][day10][ring_attention]") {
-  if (!in_ring_child()) return run_in_child("[2gpu]", 2, 30.0);
+  if (!in_ring_child()) return run_in_child("[2gpu]", 2, 25.0);
   auto ring = make_ring(2);
   if (!ring) return;
   run_both(*ring, "ring2",
@@ -630,7 +630,7 @@ TEST_CASE("ring_attention over 2 GPUs = one GPU = the fp64 reference", "[.][2gpu
 }
 
 TEST_CASE("ring_attention over 4 GPUs = one GPU = the fp64 reference", "[.][4gpu][day10][ring_attention]") {
-  if (!in_ring_child()) return run_in_child("[4gpu]", 4, 30.0);
+  if (!in_ring_child()) return run_in_child("[4gpu]", 4, 25.0);
   auto ring = make_ring(4);
   if (!ring) return;
   run_both(*ring, "ring4",
