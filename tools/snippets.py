@@ -27,7 +27,7 @@ diff. An unknown path, an unknown or duplicated name, a begin without its end, o
 followed by a fenced block is an error in both modes. Markers inside fenced blocks are examples,
 not snippets (docs/conventions.md shows the syntax that way).
 
-Markdown files scanned: README.md, day*/**/*.md, docs/*.md.
+Markdown files scanned: README.md and README.zh.md, day*/**/*.md, docs/*.md.
 """
 import argparse
 import difflib
@@ -47,7 +47,7 @@ class SnippetError(Exception):
 
 
 def markdown_files(root=ROOT):
-    files = {root / "README.md"} if (root / "README.md").exists() else set()
+    files = {p for p in (root / "README.md", root / "README.zh.md") if p.exists()}
     files.update(p for p in root.glob("day*/**/*.md"))
     files.update(p for p in root.glob("docs/*.md"))
     return sorted(files)

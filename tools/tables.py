@@ -18,7 +18,7 @@ with a line naming the GPU, driver, CUDA, PyTorch and cuDNN versions and the dat
 `# key: value` header records, and links the CSV. A new measurement run is: record the CSVs,
 `make tables`, commit both.
 
-Markdown files scanned: the same as tools/snippets.py (README.md, day*/**/*.md, docs/**/*.md).
+Markdown files scanned: the same as tools/snippets.py (README.md and README.zh.md, day*/**/*.md, docs/**/*.md).
 """
 import argparse
 import csv
@@ -426,6 +426,12 @@ SUMMARY = [
     ("RoPE with YaRN (day 10 · 07), 32k tokens, fp16", "h100",
      dict(family="rope", seq_q="32768", dtype="fp16", layout="neox"),
      "pct_copy", "{:.0f} % of copy bandwidth", "Q and K read and written once"),
+    ("fused residual add + RMSNorm (day 11 · 03), 16k tokens × 4096, fp16", "h100-rmsnorm",
+     dict(family="rmsnorm", kernel="03_fused_add_rmsnorm", rows="16384", cols="4096"),
+     "pct_copy", "{:.0f} % of copy bandwidth", "one pass over the residual stream"),
+    ("serving a Llama-3-8B-shaped model (day 11), batch 32", "h100-serve",
+     dict(model="llama3_8b", workload="batch", batch="32", graphs="1"),
+     "tokens_per_s", "{:.0f} tokens/s", "your kernels in an engine: paged KV cache, continuous batching"),
 ]
 
 
@@ -521,7 +527,7 @@ TABLES.update({
 
 # ------------------------------------------------------------------ the markdown side
 def markdown_files(root=ROOT):
-    files = {root / "README.md"} if (root / "README.md").exists() else set()
+    files = {p for p in (root / "README.md", root / "README.zh.md") if p.exists()}
     files.update(root.glob("day*/**/*.md"))
     files.update(root.glob("docs/**/*.md"))
     return sorted(files)
