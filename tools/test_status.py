@@ -147,8 +147,8 @@ def report_check(table, results):
         ran = [(n, r) for n, r in given if r[0] != NOTRUN]
         ok = sum(r[0] == PASS for _, r in ran)
         failed = [n for n, r in ran if r[0] == FAIL]
-        print("\nGiven code's GPU tests: " + (f"{ok}/{len(ran)} passed" if ran else "none ran") +
-              (f"{', ' if ran else ': '}{len(given) - len(ran)} not run ({split_reason(next(r[1] for _, r in given if r[0] == NOTRUN))[0]})"
+        print("\nGiven code's GPU tests: " + (f"{ok}/{len(ran)} passed" if ran else "") +
+              (f"{', ' if ran else ''}{len(given) - len(ran)} not run ({split_reason(next(r[1] for _, r in given if r[0] == NOTRUN))[0]})"
                if len(ran) < len(given) else "") + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     print("\nSolutions and wrong variants (a wrong variant passes when its test rejects it):")
     for _, ex in exercises():
