@@ -8,6 +8,8 @@ course_exercise_options(09_fp16_mma_backward MIN_SM 80)
 # 10: wgmma and setmaxnreg exist only in the architecture-specific target sm_90a (Hopper); TMA
 # and mbarrier transaction counts need sm_90. Built for 90a-real alone; other GPUs skip.
 course_exercise_options(10_hopper_wgmma MIN_SM 90 ARCH_SPECIFIC 90a)
+# 11: the Hopper backward: wgmma, TMA, bulk copies and setmaxnreg, as 10 (sm_90a only).
+course_exercise_options(11_hopper_backward MIN_SM 90 ARCH_SPECIFIC 90a)
 # 12: ring attention. The local kernel is given code (ring_local_attention), picked per GPU at run
 # time: exercise 10's solution on sm_90 where this build compiles it (90 in COURSE_CUDA_ARCH:
 # USES_OPTIONAL links it and defines COURSE_HAVE_10_HOPPER_WGMMA), else exercise 05's, which every

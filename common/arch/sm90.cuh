@@ -241,6 +241,69 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32
     HOPPER_WGMMA_M64N128K16_RS("bf16");
 }
 
+// D (64 × 64, fp32) {+}= A (64 × 16) · B (16 × 64), both from shared memory. TRANS = "0, 0": both
+// K-major (exercise 11's Sᵀ = K_j Q_iᵀ and dPᵀ = V_j dO_iᵀ at Br = 64); "1, 1": both MN-major,
+// A's rows and B's columns contiguous (exercise 11's dQ = dS·K_j, dS stored as dSᵀ, K_j as loaded).
+// scale_d = 0: D = A·B (the old D is ignored, so D needs no zeroing); 1: D += A·B.
+#define HOPPER_WGMMA_M64N64K16_SS(TYPE, TRANS)                                         \
+  asm volatile(                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                     \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE                      \
+      " {"                                                                             \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+      "}, %32, %33, p, 1, 1, " TRANS ";\n}\n"                                          \
+      : HOPPER_WGMMA_ACC32(d)                                                          \
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+template <class T>
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  if constexpr (std::is_same<T, __half>::value)
+    HOPPER_WGMMA_M64N64K16_SS("f16", "0, 0");
+  else
+    HOPPER_WGMMA_M64N64K16_SS("bf16", "0, 0");
+}
+template <class T>
+__device__ __forceinline__ void wgmma_m64n64k16_ss_mn_major(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
+                                                            int scale_d) {
+  if constexpr (std::is_same<T, __half>::value)
+    HOPPER_WGMMA_M64N64K16_SS("f16", "1, 1");
+  else
+    HOPPER_WGMMA_M64N64K16_SS("bf16", "1, 1");
+}
+
+// ---- bulk copies without a tensor map, and the proxy fence -----------------------------------
+// `bytes` contiguous bytes (a multiple of 16, both addresses 16-byte aligned) from global memory
+// into shared memory, completing on `bar` as transaction bytes.
+__device__ __forceinline__ void bulk_load(void* smem_dst, const void* gmem_src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          smem_u32(smem_dst)),
+      "l"(reinterpret_cast<uint64_t>(gmem_src)), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
+// gmem[0 .. bytes/4) += smem[0 .. bytes/4), fp32, element by element, done by the copy engine (each
+// element's add is atomic). Completes as a bulk group: commit, then wait.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* gmem_dst, const float* smem_src, uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                   reinterpret_cast<uint64_t>(gmem_dst)),
+               "r"(smem_u32(smem_src)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// The source shared memory of every committed bulk group has been read (it may be overwritten).
+__device__ __forceinline__ void bulk_wait_read_all() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// Every committed bulk group has finished writing global memory.
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Orders this thread's ordinary shared-memory writes before later reads by the async proxy
+// (wgmma's descriptors, TMA and bulk copies): without it a wgmma may read the old bytes.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // ---- host: tensor maps ---------------------------------------------------------------------
 // cuTensorMapEncodeTiled is a driver function; the runtime hands out its address, so the
 // course needs no link against libcuda.

@@ -5,17 +5,8 @@
 // of bounds" are reported as such). The workspace is NaN-poisoned too: what it holds on entry
 // must not matter.
 //
-// What the kernel is given, as a training step would give it: Q, K, V and dO rounded to the
-// 16-bit type, O = the reference's output rounded to the type (what a 16-bit forward writes) and
-// L = the reference's log-sum-exp in fp32.
-//
-// Tolerances (grad_tolerance below). Gradients have no natural unit (dQ is about
-// scale · sqrt(D / Nk) of dV's size), so the element-wise bound is relative to the rms of the
-// reference tensor: |out − ref| <= a · rms(ref) + r · |ref|, and the relative L2 error <= l, with
-//   fp16: a = 1e-2, r = 1e-2, l = 2e-3        bf16: a = 5e-2, r = 5e-2, l = 8e-3.
-// A correct kernel errs by about 3e-4 (fp16) and 2.5e-3 (bf16) in relative L2: the rounding of P
-// and dS to the 16-bit type where they are mma operands, of D_i's O and of the outputs (measured
-// by a CPU emulation of exactly those roundings over this file's shapes). The targeted bugs cost:
+// What the kernel is given, the tolerances and why a correct kernel meets them: common/backward_test.h,
+// shared with exercise 11's test. The targeted bugs cost:
 //   * dS without − D_i, a missing causal mask, scale missing on dQ or dK, dK/dV of one head of a
 //     group: relative errors of order 1;
 //   * dQ accumulated in 16 bits across key blocks: see "dQ accumulates in fp32 across key blocks";
@@ -34,129 +25,35 @@
 #include <vector>
 
 #include "09_fp16_mma_backward.h"
+#include "backward_test.h"
 #include "gpu_test.h"
-#include "half_types.h"
 #include "mma_layout_check.h"
-#include "reference_backward.h"
 
 using course::AttentionParams;
 using course::DeviceBuffer;
 
 namespace {
 
-// The two 16-bit types: rounding, encoding, decoding, and the gradient tolerance's factors.
-// The gradients' own bounds (see "Tolerances" above) on top of the shared type traits.
-struct Fp16 : course::Fp16Type {
-  static constexpr double kAtolRms = 1e-2, kRtol = 1e-2, kRelL2 = 2e-3;
-};
-struct Bf16 : course::Bf16Type {
-  static constexpr double kAtolRms = 5e-2, kRtol = 5e-2, kRelL2 = 8e-3;
-};
-
 using course::as_t;
+using course::bwd_test::Bf16;
+using course::bwd_test::Case;
+using course::bwd_test::Fp16;
+using course::bwd_test::Inputs;
+using course::bwd_test::normal_inputs;
+using course::bwd_test::params_of;
+using course::bwd_test::rounded;
 
-double rms(const std::vector<float>& x) {
-  double s = 0.0;
-  for (float v : x) s += double(v) * v;
-  return x.empty() ? 0.0 : std::sqrt(s / double(x.size()));
-}
-
-// |out − ref| <= a·s + r·|ref| and rel L2 <= l, with s = rms(ref), or `floor` when that is larger
-// (a reference that is exactly zero, e.g. dQ and dK with a single key, has no scale of its own;
-// its relative L2 error is then undefined and only the element-wise bound applies).
-template <class Ty>
-course::Tolerance grad_tolerance(const std::vector<float>& ref, double floor) {
-  const double s = rms(ref);
-  return {
-      Ty::kAtolRms * std::max(s, floor), Ty::kRtol, s > 0.0 ? Ty::kRelL2 : INFINITY,
-      Ty::kRelL2 < 5e-3 ? "fp16 gradient (atol relative to rms(ref))" : "bf16 gradient (atol relative to rms(ref))"};
-}
-
-// Rounded inputs of one problem (fp32 values exactly representable in the 16-bit type).
-struct Inputs {
-  std::vector<float> q, k, v, d_o;
-};
-
-template <class Ty>
-Inputs rounded(Inputs in) {
-  in.q = Ty::round(in.q);
-  in.k = Ty::round(in.k);
-  in.v = Ty::round(in.v);
-  in.d_o = Ty::round(in.d_o);
-  return in;
-}
-
-// 16-bit bits with `pad` NaN elements appended (the tensor is followed by garbage in memory).
-template <class Ty>
-std::vector<uint16_t> bits_padded(const std::vector<float>& x, size_t pad) {
-  std::vector<uint16_t> b = Ty::bits(x);
-  b.resize(b.size() + pad, uint16_t(0x7FC0));  // NaN in fp16 and bf16
-  return b;
-}
-
-// Launches the backward on `in` and compares dQ, dK, dV with the reference. nan_pad: NaN
-// elements placed after q, k, v, o, d_o and lse in memory.
+// Launches the backward on `in` and compares dQ, dK, dV with the reference. nan_pad: NaN rows
+// placed after q, k, v, o, d_o and lse in memory.
 template <class Ty>
 void run_and_compare(const AttentionParams& p, const Inputs& in, size_t nan_pad = 0) {
-  const auto ref = course::ref::attention_backward(in.q, in.k, in.v, in.d_o, p);
-  const size_t pad = nan_pad * size_t(p.head_dim);
-  auto d_q = course::to_device(bits_padded<Ty>(in.q, pad));
-  auto d_k = course::to_device(bits_padded<Ty>(in.k, pad));
-  auto d_v = course::to_device(bits_padded<Ty>(in.v, pad));
-  auto d_o = course::to_device(bits_padded<Ty>(Ty::round(ref.o), pad));  // O as a 16-bit forward writes it
-  auto d_do = course::to_device(bits_padded<Ty>(in.d_o, pad));
-  std::vector<float> lse = ref.lse;
-  lse.resize(lse.size() + nan_pad, std::numeric_limits<float>::quiet_NaN());
-  auto d_lse = course::to_device(lse);
-  DeviceBuffer<uint16_t> d_dq(size_t(p.q_elems())), d_dk(size_t(p.kv_elems())), d_dv(size_t(p.kv_elems()));
-  d_dq.poison();
-  d_dk.poison();
-  d_dv.poison();
+  auto pr = course::bwd_test::upload<Ty>(p, in, nan_pad);
   DeviceBuffer<float> ws((flash_attention_mma_backward_workspace_bytes(p) + 3) / 4);
   ws.poison();
-  flash_attention_mma_backward(as_t<Ty>(d_q), as_t<Ty>(d_k), as_t<Ty>(d_v), as_t<Ty>(d_o), as_t<Ty>(d_do), d_lse.data(),
-                               as_t<Ty>(d_dq), as_t<Ty>(d_dk), as_t<Ty>(d_dv), ws.data(), p);
+  flash_attention_mma_backward(as_t<Ty>(pr.q), as_t<Ty>(pr.k), as_t<Ty>(pr.v), as_t<Ty>(pr.o), as_t<Ty>(pr.d_o),
+                               pr.lse.data(), as_t<Ty>(pr.dq), as_t<Ty>(pr.dk), as_t<Ty>(pr.dv), ws.data(), p);
   CUDA_CHECK(cudaDeviceSynchronize());
-
-  const double floor = 1e-3 * rms(ref.dv);
-  const course::Dims qdims{{"b", p.batch}, {"h", p.heads_q}, {"i", p.seq_q}, {"d", p.head_dim}};
-  const course::Dims kdims{{"b", p.batch}, {"h_kv", p.heads_kv}, {"j", p.seq_k}, {"d", p.head_dim}};
-  struct Grad {
-    const char* name;
-    const DeviceBuffer<uint16_t>& out;
-    const std::vector<float>& ref;
-    const course::Dims& dims;
-  };
-  for (const Grad& gr :
-       {Grad{"dQ", d_dq, ref.dq, qdims}, Grad{"dK", d_dk, ref.dk, kdims}, Grad{"dV", d_dv, ref.dv, kdims}}) {
-    const auto r = course::compare(Ty::decode(gr.out.download()), gr.ref, gr.dims, grad_tolerance<Ty>(gr.ref, floor),
-                                   gr.out.guard_damage());
-    if (!r.ok)
-      FAIL_CHECK(gr.name << ": " << r.report);
-    else
-      SUCCEED(gr.name << " matches the reference");
-  }
-}
-
-struct Case {
-  int b, h, nq, nk, d;
-  bool causal;
-  const char* why;
-  int h_kv = 0;  // 0: MHA (Hkv = Hq)
-};
-
-AttentionParams params_of(const Case& c) {
-  return AttentionParams::make(c.b, c.h, c.h_kv > 0 ? c.h_kv : c.h, c.nq, c.nk, c.d, c.causal);
-}
-
-#define CASE_INFO(Ty, c, p, seed)                                                                         \
-  INFO(Ty::name << " B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq       \
-                << " Nk=" << (c).nk << " D=" << (c).d << ((c).causal ? " causal" : "") << " (" << (c).why \
-                << "), seed = " << (seed) << " (set COURSE_SEED to vary)")
-
-Inputs normal_inputs(const AttentionParams& p, uint64_t seed) {
-  return {course::random_normal(size_t(p.q_elems()), seed), course::random_normal(size_t(p.kv_elems()), seed + 1),
-          course::random_normal(size_t(p.kv_elems()), seed + 2), course::random_normal(size_t(p.q_elems()), seed + 3)};
+  course::bwd_test::compare_gradients<Ty>(p, pr);
 }
 
 template <class Ty>
@@ -165,7 +62,7 @@ void run_grid_t(const std::string& name, const std::vector<Case>& cases) {
     const Case& c = cases[idx];
     const AttentionParams p = params_of(c);
     const uint64_t seed = course::case_seed(name + "_" + Ty::name, int64_t(idx));
-    CASE_INFO(Ty, c, p, seed);
+    COURSE_BWD_CASE_INFO(Ty, c, p, seed);
     run_and_compare<Ty>(p, rounded<Ty>(normal_inputs(p, seed)));
   }
 }
@@ -309,14 +206,7 @@ TEST_CASE("flash_attention_mma_backward: tile boundaries, head dims and longer s
                        });
 }
 
-// Logits of about ±1e3: Q and K are multiples of 1/16 (exact in both types), scale = 64, so
-// every logit is exact in fp32 and many reach ±1e3. Any exp of an unsubtracted score overflows
-// (fp32 overflows past 88); P must be exp(S − L_i) with the given L_i. Most rows are then nearly
-// one-hot, and for those D_i = dO_i·O_i is a difference-sensitive quantity: dP_ij − D_i is tiny for
-// the winning key, and the 16-bit rounding of O (the forward's output, which is all the backward
-// gets) would move D_i by more than that difference. So that the test judges the kernel and not
-// that inherent rounding, dO_i is made orthogonal to the rounding error of O_i before dO is
-// itself rounded (dO_i·O16_i = dO_i·O_i up to second order): the usual bounds then apply.
+// Logits of about ±1e3 (common/backward_test.h, magnitude_inputs, says what they catch).
 TEST_CASE("flash_attention_mma_backward: logits of magnitude 1e3", "[day10][fp16_mma_backward][quick]") {
   const std::vector<Case> cases{{1, 2, 150, 150, 64, false, "large logits"},
                                 {1, 2, 150, 150, 128, true, "large logits, causal"},
@@ -329,43 +219,17 @@ TEST_CASE("flash_attention_mma_backward: logits of magnitude 1e3", "[day10][fp16
       AttentionParams p = params_of(c);
       p.scale = 64.f;
       const uint64_t seed = course::case_seed(std::string("bwd_magnitude_") + Ty::name, int64_t(idx));
-      CASE_INFO(Ty, c, p, seed);
+      COURSE_BWD_CASE_INFO(Ty, c, p, seed);
       INFO("scale = 64: logits spread over about ±1e3");
-      Inputs in{course::random_normal_sixteenths(size_t(p.q_elems()), seed),
-                course::random_normal_sixteenths(size_t(p.kv_elems()), seed + 1),
-                course::random_normal(size_t(p.kv_elems()), seed + 2),
-                course::random_normal(size_t(p.q_elems()), seed + 3)};
-      in = rounded<Ty>(in);
-      const auto fwd = course::ref::attention_forward_lse(in.q, in.k, in.v, p);
-      const int D = p.head_dim;
-      for (size_t row = 0; row < in.d_o.size() / size_t(D); ++row) {
-        double ee = 0.0, de = 0.0;
-        std::vector<double> err(static_cast<size_t>(D));
-        for (int d = 0; d < D; ++d) {
-          const size_t x = row * size_t(D) + size_t(d);
-          err[size_t(d)] = double(Ty::round1(fwd.o[x])) - double(fwd.o[x]);
-          ee += err[size_t(d)] * err[size_t(d)];
-          de += err[size_t(d)] * in.d_o[x];
-        }
-        if (ee > 0.0)
-          for (int d = 0; d < D; ++d) in.d_o[row * size_t(D) + size_t(d)] -= float(de / ee * err[size_t(d)]);
-      }
-      in.d_o = Ty::round(in.d_o);
-      run_and_compare<Ty>(p, in);
+      run_and_compare<Ty>(p, course::bwd_test::magnitude_inputs<Ty>(p, seed));
     }
   };
   run(Fp16{});
   run(Bf16{});
 }
 
-// dQ_i = scale · Σ_j dS_ij K_j is summed over the key blocks, one atomic addition per block. Here
-// the partial sums are large and cancel: K_j = w + noise for every key (Σ_j dS_ij = 0 removes
-// w from the total), and V_j = +u + noise for the first half of the keys, −u + noise for the
-// second, so that dS_ij has one sign over the first half and the other over the second. After
-// half the key blocks the running sum of a row is about |w|·|dO_i·u|/2, many times the final
-// dQ_i. An accumulator that rounds to 16 bits after each block loses ~2^-11 (fp16) or ~2^-8
-// (bf16) of that running sum per block: 10 to 50 times the bound (emulated on the CPU), while
-// fp32 atomics lose nothing measurable.
+// Partial sums of dQ that are large and cancel (common/backward_test.h, cancelling_dq_inputs): dQ
+// summed in 16 bits across the key blocks misses by 10 to 50 times the bound.
 TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key blocks",
           "[day10][fp16_mma_backward][quick]") {
   const std::vector<Case> cases{{1, 2, 64, 4096, 64, false, "64 queries, 4096 keys (32 or 64 key blocks)"},
@@ -377,23 +241,10 @@ TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key block
       const Case& c = cases[idx];
       const AttentionParams p = params_of(c);
       const uint64_t seed = course::case_seed(std::string("bwd_dq_fp32_") + Ty::name, int64_t(idx));
-      CASE_INFO(Ty, c, p, seed);
+      COURSE_BWD_CASE_INFO(Ty, c, p, seed);
       INFO(
           "K_j = w + noise, V_j = ±u + noise (+ for the first half of the keys): large partial sums of dQ that cancel");
-      const int D = p.head_dim, Nk = p.seq_k;
-      Inputs in{course::random_normal(size_t(p.q_elems()), seed, 0.f, 0.5f),
-                course::random_normal(size_t(p.kv_elems()), seed + 1),
-                course::random_normal(size_t(p.kv_elems()), seed + 2, 0.f, 0.5f),
-                course::random_normal(size_t(p.q_elems()), seed + 3)};
-      const auto w = course::random_normal(size_t(D), seed + 4), u = course::random_normal(size_t(D), seed + 5);
-      for (size_t r = 0; r < in.k.size() / size_t(D); ++r) {
-        const float sign = int(r % size_t(Nk)) < Nk / 2 ? 1.f : -1.f;
-        for (int d = 0; d < D; ++d) {
-          in.k[r * size_t(D) + size_t(d)] += w[size_t(d)];
-          in.v[r * size_t(D) + size_t(d)] += sign * u[size_t(d)];
-        }
-      }
-      run_and_compare<Ty>(p, rounded<Ty>(in));
+      run_and_compare<Ty>(p, course::bwd_test::cancelling_dq_inputs<Ty>(p, seed));
     }
   };
   run(Fp16{});
@@ -413,7 +264,7 @@ TEST_CASE("flash_attention_mma_backward: nothing past the end of the inputs is r
       const Case& c = cases[idx];
       const AttentionParams p = params_of(c);
       const uint64_t seed = course::case_seed(std::string("bwd_tail_nan_") + Ty::name, int64_t(idx));
-      CASE_INFO(Ty, c, p, seed);
+      COURSE_BWD_CASE_INFO(Ty, c, p, seed);
       run_and_compare<Ty>(p, rounded<Ty>(normal_inputs(p, seed)), 64);
     }
   };
