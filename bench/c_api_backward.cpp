@@ -5,13 +5,20 @@
 //
 //   16 bits, day 10:  course_flash_attention_mma_lse_f16 / _bf16     05_fp16_mma, O and L
 //                     course_flash_attention_mma_backward_f16 / _bf16  09_fp16_mma_backward
+//   Hopper, day 10:   course_flash_attention_wgmma_lse_f16 / _bf16   10_hopper_wgmma, O and L
+//                     course_flash_attention_wgmma_backward_f16 / _bf16  11_hopper_backward
+//                     (sm_90a only: built when the build targeted sm_90; the caller checks that the
+//                     GPU has compute capability 9.0. The backward takes a trailing `deterministic`:
+//                     non-zero adds dQ in key-block order, bit-identical every run, and slower)
 //   fp32, day 06:     course_flash_attention_lse                        02_flash_attention, O and L
 //                     course_flash_backward                             05_flash_backward
 //
 // Same conventions as c_api.cpp: device pointers, `stream` a cudaStream_t (0: the legacy default
 // stream), 0 on success and -1 on failure; the reason is in course_backward_last_error() (this
 // file's own, since c_api.cpp's error string is private to it). course_backward_has(name) says
-// which of the names above were built (a solution that did not exist at configure time is not).
+// which of the names above were built (a solution that did not exist at configure time is not):
+// "flash_attention_mma_lse", "flash_attention_mma_backward", "flash_attention_wgmma_lse",
+// "flash_attention_wgmma_backward", "flash_attention_lse", "flash_backward".
 // Workspaces are the caller's, sized by the *_workspace_bytes functions (0 when not built).
 #include <cuda_runtime.h>
 
@@ -27,6 +34,12 @@
 #endif
 #ifdef BENCH_HAVE_09_fp16_mma_backward
 #include "09_fp16_mma_backward.h"
+#endif
+#ifdef BENCH_HAVE_10_hopper_wgmma
+#include "10_hopper_wgmma.h"
+#endif
+#ifdef BENCH_HAVE_11_hopper_backward
+#include "11_hopper_backward.h"
 #endif
 #ifdef BENCH_HAVE_02_flash_attention
 #include "02_flash_attention.h"
@@ -68,7 +81,8 @@ int guarded_backward(Fn&& fn) {
   return -1;
 }
 
-#if defined(BENCH_HAVE_05_fp16_mma) || defined(BENCH_HAVE_09_fp16_mma_backward)
+#if defined(BENCH_HAVE_05_fp16_mma) || defined(BENCH_HAVE_09_fp16_mma_backward) || \
+    defined(BENCH_HAVE_10_hopper_wgmma) || defined(BENCH_HAVE_11_hopper_backward)
 template <class T>
 const T* cptr(const void* p) {
   return static_cast<const T*>(p);
@@ -92,6 +106,12 @@ int course_backward_has(const char* name) {
 #endif
 #ifdef BENCH_HAVE_09_fp16_mma_backward
   if (n == "flash_attention_mma_backward") return 1;
+#endif
+#ifdef BENCH_HAVE_10_hopper_wgmma
+  if (n == "flash_attention_wgmma_lse") return 1;
+#endif
+#ifdef BENCH_HAVE_11_hopper_backward
+  if (n == "flash_attention_wgmma_backward") return 1;
 #endif
 #ifdef BENCH_HAVE_02_flash_attention
   if (n == "flash_attention_lse") return 1;
@@ -173,6 +193,87 @@ int course_flash_attention_mma_backward_bf16(const void* q, const void* k, const
   (void)q, (void)k, (void)v, (void)o, (void)d_o, (void)lse, (void)dq, (void)dk, (void)dv, (void)workspace;
   (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d, (void)scale, (void)causal, (void)stream;
   return backward_missing("flash_attention_mma_backward (bf16)");
+#endif
+}
+
+// ---- Hopper, day 10 (sm_90a only): 10's forward with L and 11's backward, same tensors as above.
+int course_flash_attention_wgmma_lse_f16(const void* q, const void* k, const void* v, void* o, float* lse, int b,
+                                         int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                         void* stream) {
+#ifdef BENCH_HAVE_10_hopper_wgmma
+  return guarded_backward([&] {
+    flash_attention_wgmma(cptr<__half>(q), cptr<__half>(k), cptr<__half>(v), mptr<__half>(o), lse,
+                          backward_params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)lse, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)stream;
+  return backward_missing("flash_attention_wgmma (fp16, with lse; sm_90a only)");
+#endif
+}
+
+int course_flash_attention_wgmma_lse_bf16(const void* q, const void* k, const void* v, void* o, float* lse, int b,
+                                          int hq, int hkv, int nq, int nk, int d, float scale, int causal,
+                                          void* stream) {
+#ifdef BENCH_HAVE_10_hopper_wgmma
+  return guarded_backward([&] {
+    using T = __nv_bfloat16;
+    flash_attention_wgmma(cptr<T>(q), cptr<T>(k), cptr<T>(v), mptr<T>(o), lse,
+                          backward_params(b, hq, hkv, nq, nk, d, scale, causal), static_cast<cudaStream_t>(stream));
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)lse, (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  (void)scale, (void)causal, (void)stream;
+  return backward_missing("flash_attention_wgmma (bf16, with lse; sm_90a only)");
+#endif
+}
+
+uint64_t course_flash_attention_wgmma_backward_workspace_bytes(int b, int hq, int hkv, int nq, int nk, int d) {
+#ifdef BENCH_HAVE_11_hopper_backward
+  return flash_attention_wgmma_backward_workspace_bytes(backward_params(b, hq, hkv, nq, nk, d, 0.f, 0));
+#else
+  (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d;
+  return 0;
+#endif
+}
+
+int course_flash_attention_wgmma_backward_f16(const void* q, const void* k, const void* v, const void* o,
+                                              const void* d_o, const float* lse, void* dq, void* dk, void* dv,
+                                              void* workspace, int b, int hq, int hkv, int nq, int nk, int d,
+                                              float scale, int causal, void* stream, int deterministic) {
+#ifdef BENCH_HAVE_11_hopper_backward
+  return guarded_backward([&] {
+    using T = __half;
+    flash_attention_wgmma_backward(cptr<T>(q), cptr<T>(k), cptr<T>(v), cptr<T>(o), cptr<T>(d_o), lse, mptr<T>(dq),
+                                   mptr<T>(dk), mptr<T>(dv), workspace,
+                                   backward_params(b, hq, hkv, nq, nk, d, scale, causal),
+                                   static_cast<cudaStream_t>(stream), deterministic != 0);
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)d_o, (void)lse, (void)dq, (void)dk, (void)dv, (void)workspace;
+  (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d, (void)scale, (void)causal, (void)stream;
+  (void)deterministic;
+  return backward_missing("flash_attention_wgmma_backward (fp16; sm_90a only)");
+#endif
+}
+
+int course_flash_attention_wgmma_backward_bf16(const void* q, const void* k, const void* v, const void* o,
+                                               const void* d_o, const float* lse, void* dq, void* dk, void* dv,
+                                               void* workspace, int b, int hq, int hkv, int nq, int nk, int d,
+                                               float scale, int causal, void* stream, int deterministic) {
+#ifdef BENCH_HAVE_11_hopper_backward
+  return guarded_backward([&] {
+    using T = __nv_bfloat16;
+    flash_attention_wgmma_backward(cptr<T>(q), cptr<T>(k), cptr<T>(v), cptr<T>(o), cptr<T>(d_o), lse, mptr<T>(dq),
+                                   mptr<T>(dk), mptr<T>(dv), workspace,
+                                   backward_params(b, hq, hkv, nq, nk, d, scale, causal),
+                                   static_cast<cudaStream_t>(stream), deterministic != 0);
+  });
+#else
+  (void)q, (void)k, (void)v, (void)o, (void)d_o, (void)lse, (void)dq, (void)dk, (void)dv, (void)workspace;
+  (void)b, (void)hq, (void)hkv, (void)nq, (void)nk, (void)d, (void)scale, (void)causal, (void)stream;
+  (void)deterministic;
+  return backward_missing("flash_attention_wgmma_backward (bf16; sm_90a only)");
 #endif
 }
 

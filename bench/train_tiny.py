@@ -2,7 +2,10 @@
 """Trains a small causal transformer twice, with the course's attention and with PyTorch SDPA.
 
 The course's attention is bench/course_autograd.py: forward = day 10 · 05_fp16_mma (writes O and
-the log-sum-exp L), backward = day 10 · 09_fp16_mma_backward (fp16/bf16); with --dtype fp32 the
+the log-sum-exp L), backward = day 10 · 09_fp16_mma_backward (fp16/bf16); with --kernel hopper
+(fp16/bf16 on a Hopper GPU, compute capability 9.0, with a library built for sm_90) the Hopper
+pair instead: forward = day 10 · 10_hopper_wgmma (with L), backward = day 10 ·
+11_hopper_backward (--deterministic: its deterministic mode); with --dtype fp32 the
 day 06 pair (02_flash_attention with L, 05_flash_backward). The other run calls
 F.scaled_dot_product_attention on the same tensors in the same dtype. Everything else (weights,
 data, optimiser, the rest of the model in fp32) is identical.
@@ -30,7 +33,8 @@ Checks (exit status 1 if one fails):
      2 × SDPA's error + max(u, 1e-5): a correct kernel rounds what SDPA rounds;
   2. the final losses (means over the last 20 steps) agree within 1 % relative.
 Writes bench/results/train_tiny.png with both loss curves (needs matplotlib). Runs in well under
-a minute on an H100. Skips cleanly (exit 0, one line) without PyTorch, a GPU or the library.
+a minute on an H100. Skips cleanly (exit 0, one line) without PyTorch, a GPU or the library, and
+with --kernel hopper where the Hopper pair was not built or the GPU is not a Hopper one.
 """
 import argparse
 import copy
@@ -69,6 +73,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", default=os.environ.get("COURSE_ATTENTION_LIB", DEFAULT_LIB))
     ap.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16", help="attention dtype")
+    ap.add_argument("--kernel", choices=["mma", "hopper"], default="mma",
+                    help="16-bit pair: mma = 05_fp16_mma + 09_fp16_mma_backward (any sm_80+), "
+                         "hopper = 10_hopper_wgmma + 11_hopper_backward (sm_90 only)")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="with --kernel hopper: 11's deterministic mode (dQ added in key-block order)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=32)
@@ -81,6 +90,10 @@ def main():
     loss_scale = args.loss_scale if args.loss_scale is not None else (2.0 ** 16 if args.dtype == "fp16" else 1.0)
     if not loss_scale > 0:
         ap.error("--loss-scale must be positive")
+    if args.kernel == "hopper" and args.dtype == "fp32":
+        ap.error("--kernel hopper runs in 16 bits: use --dtype bf16 or fp16")
+    if args.deterministic and args.kernel != "hopper":
+        ap.error("--deterministic is the Hopper backward's mode: use it with --kernel hopper")
 
     mods, why_not = torch_common.import_torch()
     if mods is None:
@@ -91,14 +104,22 @@ def main():
     import course_autograd
 
     try:
-        ca = course_autograd.load(args.lib)
+        ca = course_autograd.load(args.lib, kernel=args.kernel, deterministic=args.deterministic)
     except (RuntimeError, OSError) as e:
         print(f"train_tiny: skipped, {e}")
         return 0
     adt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     if not ca.available(adt):
-        print(f"train_tiny: skipped, the library was built without the {args.dtype} forward/backward kernels")
+        if args.kernel == "hopper":
+            print(f"train_tiny: skipped, the Hopper pair cannot run: {ca.hopper_ready()[1]}")
+        else:
+            print(f"train_tiny: skipped, the library was built without the {args.dtype} forward/backward kernels")
         return 0
+    kernels = {"fp32": "06 · 02_flash_attention + 05_flash_backward",
+               "mma": "10 · 05_fp16_mma + 09_fp16_mma_backward",
+               "hopper": "10 · 10_hopper_wgmma + 11_hopper_backward"
+                         + (" (deterministic)" if args.deterministic else "")}[
+        "fp32" if args.dtype == "fp32" else args.kernel]
     dev = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -221,7 +242,8 @@ def main():
         pn = max(errs, key=errs.get)
         return pn, errs[pn]
 
-    print(f"train_tiny on {torch.cuda.get_device_name()}, attention in {args.dtype}, {args.layers} layers, "
+    print(f"train_tiny on {torch.cuda.get_device_name()}, attention in {args.dtype} (course: day {kernels}), "
+          f"{args.layers} layers, "
           f"{args.steps} steps of {args.batch} × {n_ctx} tokens, "
           f"loss scale {'off' if loss_scale == 1.0 else f'{loss_scale:g} (GradScaler)'}")
     print(f"step 0 gradients against a float64 reference, max relative L2 over {len(ref_grads)} parameters:")
@@ -296,7 +318,8 @@ def main():
         os.makedirs(os.path.dirname(args.png), exist_ok=True)
         fig, ax = plt.subplots(figsize=(7, 4))
         ax.plot(curves["sdpa"], label=f"PyTorch SDPA ({args.dtype})", linewidth=1.5)
-        ax.plot(curves["course"], label=f"course kernels ({args.dtype})", linewidth=1.0, linestyle="--")
+        ax.plot(curves["course"], label=f"course kernels ({args.dtype}, day {kernels})", linewidth=1.0,
+                linestyle="--")
         ax.set_xlabel("step")
         ax.set_ylabel("training loss (cross-entropy)")
         ax.set_title(f"train_tiny: {args.layers}-layer causal transformer, GQA 4/2, D = 64")
