@@ -201,17 +201,16 @@ void compare_gradients(const AttentionParams& p, const Problem& pr) {
     const course::Dims& dims;
     double fp32;  // fp32_floor of this gradient
   };
-  for (const Grad& gr : {Grad{"dQ", pr.dq, pr.ref.dq, qdims, fp32_floor(p, pr, pr.rms_k)},
-                         Grad{"dK", pr.dk, pr.ref.dk, kdims, fp32_floor(p, pr, pr.rms_q)},
-                         Grad{"dV", pr.dv, pr.ref.dv, kdims, 0.0}}) {
+  for (const Grad& gr :
+       {Grad{"dQ", pr.dq, pr.ref.dq, qdims, fp32_floor(p, pr, pr.rms_k)},
+        Grad{"dK", pr.dk, pr.ref.dk, kdims, fp32_floor(p, pr, pr.rms_q)}, Grad{"dV", pr.dv, pr.ref.dv, kdims, 0.0}}) {
     course::Tolerance tol = grad_tolerance<Ty>(gr.ref, floor);
     if (gr.fp32 > tol.atol) {
       tol.atol = gr.fp32;
       tol.name = "gradient at fp32's floor (see common/backward_test.h)";
       if (rms(gr.ref) < gr.fp32) tol.max_rel_l2 = INFINITY;
     }
-    const auto r =
-        course::compare(Ty::decode(gr.out.download()), gr.ref, gr.dims, tol, gr.out.guard_damage());
+    const auto r = course::compare(Ty::decode(gr.out.download()), gr.ref, gr.dims, tol, gr.out.guard_damage());
     if (!r.ok)
       FAIL_CHECK(gr.name << ": " << r.report);
     else

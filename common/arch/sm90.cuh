@@ -275,11 +275,10 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss_mn_major(float (&d)[32], uint
 // `bytes` contiguous bytes (a multiple of 16, both addresses 16-byte aligned) from global memory
 // into shared memory, completing on `bar` as transaction bytes.
 __device__ __forceinline__ void bulk_load(void* smem_dst, const void* gmem_src, uint32_t bytes, uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-          smem_u32(smem_dst)),
-      "l"(reinterpret_cast<uint64_t>(gmem_src)), "r"(bytes), "r"(smem_u32(bar))
-      : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(smem_dst)),
+               "l"(reinterpret_cast<uint64_t>(gmem_src)), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
 }
 
 // gmem[0 .. bytes/4) += smem[0 .. bytes/4), fp32, element by element, done by the copy engine (each

@@ -89,43 +89,47 @@ enum NamedBarrier : int {
 // snippet-begin: config
 template <class T, int D, int kStagesT, bool kDqReduceT>
 struct BwdConfig {
-  static constexpr int kStages = kStagesT;                     // Q_i / dO_i ring depth
-  using Ring = sm90::RingState<kStages>;                       // step s's stage and parity
-  static constexpr bool kDqReduce = kDqReduceT;                // dQ through shared memory + bulk reduce-add
-  static constexpr int kKeysPerConsumer = 64;                  // M of wgmma: one warpgroup, 64 keys
-  static constexpr int kConsumers = 2;                         // consumer warpgroups
-  static constexpr int kBc = kKeysPerConsumer * kConsumers;    // 128 keys per block
-  static constexpr int kBr = D == 128 ? 64 : 128;              // queries per step: N of Sᵀ
-  static constexpr int kWarpgroupThreads = 128;                // the unit of wgmma and of setmaxnreg
+  static constexpr int kStages = kStagesT;                   // Q_i / dO_i ring depth
+  using Ring = sm90::RingState<kStages>;                     // step s's stage and parity
+  static constexpr bool kDqReduce = kDqReduceT;              // dQ through shared memory + bulk reduce-add
+  static constexpr int kKeysPerConsumer = 64;                // M of wgmma: one warpgroup, 64 keys
+  static constexpr int kConsumers = 2;                       // consumer warpgroups
+  static constexpr int kBc = kKeysPerConsumer * kConsumers;  // 128 keys per block
+  static constexpr int kBr = D == 128 ? 64 : 128;            // queries per step: N of Sᵀ
+  static constexpr int kWarpgroupThreads = 128;              // the unit of wgmma and of setmaxnreg
   static constexpr int kConsumerThreads = kWarpgroupThreads * kConsumers;
   static constexpr int kThreads = kWarpgroupThreads * (1 + kConsumers);
-  static constexpr int kProducerRegs = 24;                     // three busy threads need almost nothing
-  static constexpr int kConsumerRegs = 240;                    // 24·128 + 240·256 = 168·384
-  static constexpr int kSwizzleRowBytes = 128;                 // the 128-byte swizzle's row: 64 values
+  static constexpr int kProducerRegs = 24;      // three busy threads need almost nothing
+  static constexpr int kConsumerRegs = 240;     // 24·128 + 240·256 = 168·384
+  static constexpr int kSwizzleRowBytes = 128;  // the 128-byte swizzle's row: 64 values
   static constexpr int kSwizzleCols = kSwizzleRowBytes / int(sizeof(T));
   static constexpr int kSwizzleAtomBytes = 8 * kSwizzleRowBytes;  // the pattern repeats every 1024 bytes
   static constexpr int kColBlocks = D / kSwizzleCols;             // 64-column blocks of a row of D values
   static constexpr int kKVBlockBytes = kBc * kSwizzleRowBytes;    // one column block of K_j or V_j
   static constexpr int kKVTileBytes = kKVBlockBytes * kColBlocks;
-  static constexpr int kQBlockBytes = kBr * kSwizzleRowBytes;     // one column block of Q_i or dO_i
+  static constexpr int kQBlockBytes = kBr * kSwizzleRowBytes;  // one column block of Q_i or dO_i
   static constexpr int kQTileBytes = kQBlockBytes * kColBlocks;
-  static constexpr int kRowStatBytes = kBr * 4;                   // L_i or D_i of a step, fp32
-  static constexpr int kDsPlaneBytes = kBc * kSwizzleRowBytes;    // dSᵀ: 128 keys × 64 queries
+  static constexpr int kRowStatBytes = kBr * 4;                 // L_i or D_i of a step, fp32
+  static constexpr int kDsPlaneBytes = kBc * kSwizzleRowBytes;  // dSᵀ: 128 keys × 64 queries
   static constexpr int kDsBytes = kDsPlaneBytes * (kBr / 64);
-  static constexpr int kDqTileFloats = kBr * D;                   // a query tile's dQ piece
-  static constexpr int kDqPieceFloats = 64 * 64;                  // one consumer's part of it
-  static constexpr int kKSteps = D / 16;                          // Sᵀ, dPᵀ: k = head dim
-  static constexpr int kQSteps = kBr / 16;                        // dV, dK: k = queries
-  static constexpr int kKeySteps = kBc / 16;                      // dQ: k = keys
-  static constexpr int kAccS = kBr / 2;                           // Sᵀ (and dPᵀ) elements per thread
-  static constexpr int kAccKV = D / 2;                            // dK (and dV) elements per thread
+  static constexpr int kDqTileFloats = kBr * D;   // a query tile's dQ piece
+  static constexpr int kDqPieceFloats = 64 * 64;  // one consumer's part of it
+  static constexpr int kKSteps = D / 16;          // Sᵀ, dPᵀ: k = head dim
+  static constexpr int kQSteps = kBr / 16;        // dV, dK: k = queries
+  static constexpr int kKeySteps = kBc / 16;      // dQ: k = keys
+  static constexpr int kAccS = kBr / 2;           // Sᵀ (and dPᵀ) elements per thread
+  static constexpr int kAccKV = D / 2;            // dK (and dV) elements per thread
   static constexpr int kAccDq = kDqPieceFloats / kWarpgroupThreads;
-  static constexpr int kReleaseArrivals = 4 * kConsumers;         // one per consumer warp
-  static constexpr int kBarriers = 1 + 2 * kStages + 3;           // KV full; Q full/empty per stage; dQ full/empty; done
-  static constexpr size_t kSmemBytes = kSwizzleAtomBytes + 2 * size_t(kKVTileBytes) +
-                                       2 * size_t(kStages) * kQTileBytes + 2 * size_t(kDsBytes) +
-                                       (kDqReduce ? 4 * size_t(kDqTileFloats) : 0) +
-                                       2 * size_t(kStages) * kRowStatBytes + 8 * kBarriers;
+  static constexpr int kReleaseArrivals = 4 * kConsumers;  // one per consumer warp
+  // dQ tiles in shared memory: at D = 128 one fills while the other drains; at D = 64 (twice the
+  // dSᵀ bytes) only one fits.
+  static constexpr int kDqBuffers = kDqReduce ? (D == 128 ? 2 : 1) : 0;
+  using DqRing = sm90::RingState<kDqBuffers == 2 ? 2 : 1>;
+  static constexpr int kBarriers =
+      1 + 2 * kStages + 2 * 2 + 1;  // KV full; Q full/empty per stage; dQ full/empty ×2; done
+  static constexpr size_t kSmemBytes =
+      kSwizzleAtomBytes + 2 * size_t(kKVTileBytes) + 2 * size_t(kStages) * kQTileBytes + 2 * size_t(kDsBytes) +
+      kDqBuffers * 4 * size_t(kDqTileFloats) + 2 * size_t(kStages) * kRowStatBytes + 8 * kBarriers;
   static constexpr int kRegsAtEntry = sm90::kRegsPerSm / kThreads / 8 * 8;
 
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
@@ -143,8 +147,8 @@ struct Barriers {
   uint64_t kv_full;
   uint64_t q_full[kStages];   // Q_i, dO_i, L_i, D_i of the step have landed
   uint64_t q_empty[kStages];  // the 8 consumer warps are done reading them
-  uint64_t dq_full;           // kDqReduce: both consumers' dQ pieces are in shared memory
-  uint64_t dq_empty;          // kDqReduce: the copy engine has read them
+  uint64_t dq_full[2];        // kDqReduce: both consumers' dQ pieces are in the step's dQ buffer
+  uint64_t dq_empty[2];       // kDqReduce: the copy engine has read that buffer
   uint64_t done;              // both consumers finished (for the watchdog)
 };
 
@@ -157,7 +161,7 @@ struct SmemLayout {
   static constexpr size_t kDO = kQ + size_t(C::kStages) * C::kQTileBytes;
   static constexpr size_t kDs = kDO + size_t(C::kStages) * C::kQTileBytes;  // two buffers
   static constexpr size_t kDq = kDs + 2 * size_t(C::kDsBytes);
-  static constexpr size_t kL = kDq + (C::kDqReduce ? 4 * size_t(C::kDqTileFloats) : 0);
+  static constexpr size_t kL = kDq + C::kDqBuffers * 4 * size_t(C::kDqTileFloats);
   static constexpr size_t kDelta = kL + size_t(C::kStages) * C::kRowStatBytes;
   static constexpr size_t kBar = kDelta + size_t(C::kStages) * C::kRowStatBytes;
   static_assert(kDs % C::kSwizzleAtomBytes == 0, "dSᵀ must start on a swizzle atom");
@@ -292,14 +296,15 @@ template <class C>
 __device__ __forceinline__ void reduce_dq(unsigned char* base, Barriers<C::kStages>& bar, const BwdArgs& a,
                                           int key_block, int bh_q0, int G, TileRange tiles) {
   using L = SmemLayout<C>;
-  const float* piece = reinterpret_cast<const float*>(base + L::kDq);
   const int n_tiles = tiles.end - tiles.begin;
   // snippet-begin: dq-reduce
   for (int s = 0; s < G * n_tiles; ++s) {
     const int bh = bh_q0 + s / n_tiles, qt = tiles.begin + s % n_tiles;
     const int64_t row = int64_t(bh) * a.Nq_pad + int64_t(qt) * C::kBr;
     uint32_t* counter = a.counters + row / 64;
-    sm90::mbar_wait(&bar.dq_full, s & 1);
+    const auto buf = C::DqRing::at(s);  // the dQ buffer of step s, its use number's parity
+    const float* piece = reinterpret_cast<const float*>(base + L::kDq) + buf.stage * C::kDqTileFloats;
+    sm90::mbar_wait(&bar.dq_full[buf.stage], buf.full_parity());
     if (a.deterministic) {  // key block k adds after key blocks 0 .. k-1, in that order
       while (load_acquire(counter) != uint32_t(key_block)) {}
       asm volatile("fence.proxy.async.global;\n" ::: "memory");
@@ -307,7 +312,7 @@ __device__ __forceinline__ void reduce_dq(unsigned char* base, Barriers<C::kStag
     sm90::bulk_reduce_add_f32(a.dq_acc + row * (C::kDqTileFloats / C::kBr), piece, 4 * C::kDqTileFloats);
     sm90::bulk_commit();
     sm90::bulk_wait_read_all();
-    sm90::mbar_arrive(&bar.dq_empty);  // the consumers may write the next piece
+    sm90::mbar_arrive(&bar.dq_empty[buf.stage]);  // the consumers may write this buffer again
     if (a.deterministic) {
       sm90::bulk_wait_all();
       asm volatile("fence.proxy.async.global;\n" ::: "memory");
@@ -468,19 +473,21 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
     // 4096·cw + 4·(128·f + t) of the tile.
     float* tile = a.dq_acc + (int64_t(bh) * a.Nq_pad + q0) * D;
     if constexpr (C::kDqReduce) {
-      float* piece = reinterpret_cast<float*>(base + L::kDq) + cw * C::kDqPieceFloats;
-      sm90::mbar_wait(&bar.dq_empty, (s & 1) ^ 1);  // the copy engine has read step s - 1's
+      const auto buf = C::DqRing::at(s);
+      float* piece = reinterpret_cast<float*>(base + L::kDq) + buf.stage * C::kDqTileFloats + cw * C::kDqPieceFloats;
+      sm90::mbar_wait(&bar.dq_empty[buf.stage], buf.empty_parity());  // the copy engine has read its last tile
 #pragma unroll
       for (int f = 0; f < C::kAccDq / 4; ++f)
         reinterpret_cast<float4*>(piece)[128 * f + t] =
             make_float4(acc_dq[4 * f], acc_dq[4 * f + 1], acc_dq[4 * f + 2], acc_dq[4 * f + 3]);
       sm90::fence_proxy_async_shared();  // before the bulk reduce reads them
-      sm90::mbar_arrive(&bar.dq_full);
+      sm90::mbar_arrive(&bar.dq_full[buf.stage]);
     } else {
       float4* dst = reinterpret_cast<float4*>(tile) + cw * (C::kDqPieceFloats / 4);
 #pragma unroll
       for (int f = 0; f < C::kAccDq / 4; ++f)
-        atomicAdd(dst + 128 * f + t, make_float4(acc_dq[4 * f], acc_dq[4 * f + 1], acc_dq[4 * f + 2], acc_dq[4 * f + 3]));
+        atomicAdd(dst + 128 * f + t,
+                  make_float4(acc_dq[4 * f], acc_dq[4 * f + 1], acc_dq[4 * f + 2], acc_dq[4 * f + 3]));
     }
   }
   // snippet-end: consumer-loop
@@ -525,8 +532,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       sm90::mbar_init(&bar.q_full[s], 1);
       sm90::mbar_init(&bar.q_empty[s], C::kReleaseArrivals);
     }
-    sm90::mbar_init(&bar.dq_full, C::kConsumerThreads);
-    sm90::mbar_init(&bar.dq_empty, 1);
+    for (int s = 0; s < 2; ++s) {
+      sm90::mbar_init(&bar.dq_full[s], C::kConsumerThreads);
+      sm90::mbar_init(&bar.dq_empty[s], 1);
+    }
     sm90::mbar_init(&bar.done, C::kConsumers);
     sm90::mbar_init_fence();
   }
@@ -590,8 +599,8 @@ void launch_all(HopperBwdStep step, bool deterministic, const T* q, const T* k, 
   a.deterministic = deterministic;
 
   const int64_t row_blocks = (padded_rows * 32 + 255) / 256;
-  bwd_rows_kernel<T, D><<<dim3(unsigned(row_blocks)), 256, 0, stream>>>(o, d_o, lse, lse2, delta, a.dq_acc,
-                                                                        a.counters, p.seq_q, Nq_pad, padded_rows);
+  bwd_rows_kernel<T, D><<<dim3(unsigned(row_blocks)), 256, 0, stream>>>(o, d_o, lse, lse2, delta, a.dq_acc, a.counters,
+                                                                        p.seq_q, Nq_pad, padded_rows);
   CUDA_CHECK_LAUNCH();
   switch (step) {
     case HopperBwdStep::kSerial:
@@ -611,9 +620,9 @@ void launch_all(HopperBwdStep step, bool deterministic, const T* q, const T* k, 
 }
 
 template <class T>
-void backward_impl(HopperBwdStep step, bool deterministic, const T* q, const T* k, const T* v, const T* o,
-                   const T* d_o, const float* lse, T* dq, T* dk, T* dv, void* workspace,
-                   const course::AttentionParams& p, cudaStream_t stream) {
+void backward_impl(HopperBwdStep step, bool deterministic, const T* q, const T* k, const T* v, const T* o, const T* d_o,
+                   const float* lse, T* dq, T* dk, T* dv, void* workspace, const course::AttentionParams& p,
+                   cudaStream_t stream) {
   const char* fn = "flash_attention_wgmma_backward";
   course::require_attention_tensors(q, k, v, o, p, fn);
   const char* names[5] = {"d_o", "dq", "dk", "dv", "workspace"};
@@ -643,18 +652,24 @@ size_t flash_attention_wgmma_backward_workspace_bytes(const course::AttentionPar
   return (bytes + 255) / 256 * 256;
 }
 
+// The default: two stages with atomics, the fastest rung measured (chapter, "What to measure");
+// the deterministic mode needs the copy engine's ordered adds (kDqReduce).
+static HopperBwdStep default_step(bool deterministic) {
+  return deterministic ? HopperBwdStep::kDqReduce : HopperBwdStep::kTwoStages;
+}
+
 void flash_attention_wgmma_backward(const __half* q, const __half* k, const __half* v, const __half* o,
                                     const __half* d_o, const float* lse, __half* dq, __half* dk, __half* dv,
                                     void* workspace, const course::AttentionParams& p, cudaStream_t stream,
                                     bool deterministic) {
-  backward_impl(HopperBwdStep::kDqReduce, deterministic, q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
+  backward_impl(default_step(deterministic), deterministic, q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
 }
 
 void flash_attention_wgmma_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                     const __nv_bfloat16* o, const __nv_bfloat16* d_o, const float* lse,
                                     __nv_bfloat16* dq, __nv_bfloat16* dk, __nv_bfloat16* dv, void* workspace,
                                     const course::AttentionParams& p, cudaStream_t stream, bool deterministic) {
-  backward_impl(HopperBwdStep::kDqReduce, deterministic, q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
+  backward_impl(default_step(deterministic), deterministic, q, k, v, o, d_o, lse, dq, dk, dv, workspace, p, stream);
 }
 
 void flash_attention_wgmma_backward_step(HopperBwdStep step, const __half* q, const __half* k, const __half* v,
