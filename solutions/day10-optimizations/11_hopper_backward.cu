@@ -129,7 +129,7 @@ struct BwdConfig {
       1 + 2 * kStages + 2 * 2 + 1;  // KV full; Q full/empty per stage; dQ full/empty ×2; done
   static constexpr size_t kSmemBytes =
       kSwizzleAtomBytes + 2 * size_t(kKVTileBytes) + 2 * size_t(kStages) * kQTileBytes + 2 * size_t(kDsBytes) +
-      kDqBuffers * 4 * size_t(kDqTileFloats) + 2 * size_t(kStages) * kRowStatBytes + 8 * kBarriers;
+      kDqBuffers * 4 * size_t(kDqTileFloats) + 2 * 2 * size_t(kRowStatBytes) + 8 * kBarriers;
   static constexpr int kRegsAtEntry = sm90::kRegsPerSm / kThreads / 8 * 8;
 
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
@@ -162,8 +162,8 @@ struct SmemLayout {
   static constexpr size_t kDs = kDO + size_t(C::kStages) * C::kQTileBytes;  // two buffers
   static constexpr size_t kDq = kDs + 2 * size_t(C::kDsBytes);
   static constexpr size_t kL = kDq + C::kDqBuffers * 4 * size_t(C::kDqTileFloats);
-  static constexpr size_t kDelta = kL + size_t(C::kStages) * C::kRowStatBytes;
-  static constexpr size_t kBar = kDelta + size_t(C::kStages) * C::kRowStatBytes;
+  static constexpr size_t kDelta = kL + 2 * size_t(C::kRowStatBytes);  // L and D_i: two buffers each
+  static constexpr size_t kBar = kDelta + 2 * size_t(C::kRowStatBytes);
   static_assert(kDs % C::kSwizzleAtomBytes == 0, "dSᵀ must start on a swizzle atom");
   static_assert(kBar + sizeof(Barriers<C::kStages>) + C::kSwizzleAtomBytes <= C::kSmemBytes, "layout fits");
 };
@@ -277,16 +277,13 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
     const int st = ring.stage;
     const int bh = bh_q0 + s / n_tiles, q0 = (tiles.begin + s % n_tiles) * C::kBr;
     sm90::mbar_wait(&bar.q_empty[st], ring.empty_parity());
-    sm90::mbar_arrive_expect_tx(&bar.q_full[st], 2 * C::kQTileBytes + 2 * C::kRowStatBytes);
+    sm90::mbar_arrive_expect_tx(&bar.q_full[st], 2 * C::kQTileBytes);
 #pragma unroll
     for (int cb = 0; cb < C::kColBlocks; ++cb) {
       const size_t off = size_t(st) * C::kQTileBytes + cb * C::kQBlockBytes;
       sm90::tma_load_3d(base + L::kQ + off, tm_q, cb * C::kSwizzleCols, q0, bh, &bar.q_full[st]);
       sm90::tma_load_3d(base + L::kDO + off, tm_do, cb * C::kSwizzleCols, q0, bh, &bar.q_full[st]);
     }
-    const int64_t row = int64_t(bh) * a.Nq_pad + q0;
-    sm90::bulk_load(base + L::kL + st * C::kRowStatBytes, a.lse2 + row, C::kRowStatBytes, &bar.q_full[st]);
-    sm90::bulk_load(base + L::kDelta + st * C::kRowStatBytes, a.delta + row, C::kRowStatBytes, &bar.q_full[st]);
   }
   // snippet-end: producer-loop
 }
@@ -322,6 +319,14 @@ __device__ __forceinline__ void reduce_dq(unsigned char* base, Barriers<C::kStag
   }
   // snippet-end: dq-reduce
   sm90::bulk_wait_all();  // no copy may outlive the block
+}
+
+// Element ci of step s's (L·log2 e, D_i) rows: L's Br values, then D's.
+template <class C>
+__device__ __forceinline__ float step_stat(const BwdArgs& a, int bh_q0, TileRange tiles, int s, int ci) {
+  const int n_tiles = tiles.end - tiles.begin;
+  const int64_t row = int64_t(bh_q0 + s / n_tiles) * a.Nq_pad + int64_t(tiles.begin + s % n_tiles) * C::kBr;
+  return ci < C::kBr ? a.lse2[row + ci] : a.delta[row + ci - C::kBr];
 }
 
 // ---- the consumers' GEMMs ----------------------------------------------------------------------
@@ -395,6 +400,14 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
 #pragma unroll
   for (int i = 0; i < C::kAccKV; ++i) acc_dv[i] = acc_dk[i] = 0.f;
 
+  // L·log2 e and D_i of a step: consumer thread ci (0..255) stores element ci of the pair (L's
+  // Br values, then D's) into stats buffer s % 2, a plain global load and shared store that the
+  // kDsFull barriers order; step 0's before the loop.
+  const int ci = cw * C::kWarpgroupThreads + t;
+  const bool has_stat = ci < 2 * C::kBr;
+  float* stat_buf = reinterpret_cast<float*>(base + L::kL);  // [2][L: Br, D: Br], as kL, kDelta lay out
+  if (has_stat && n_steps > 0) stat_buf[ci] = step_stat<C>(a, bh_q0, tiles, 0, ci);
+  sm90::named_barrier_sync(kDsFull, C::kConsumerThreads);
   if (n_steps > 0) sm90::mbar_wait(&bar.kv_full, 0);
   // snippet-begin: consumer-loop
   for (int s = 0; s < n_steps; ++s) {
@@ -402,8 +415,11 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
     const int st = ring.stage;
     const int bh = bh_q0 + s / n_tiles, q0 = (tiles.begin + s % n_tiles) * C::kBr;
     const uint32_t q_addr = s_base + L::kQ + st * C::kQTileBytes, do_addr = s_base + L::kDO + st * C::kQTileBytes;
-    const float* Ls = reinterpret_cast<const float*>(base + L::kL + st * C::kRowStatBytes);
-    const float* Ds = reinterpret_cast<const float*>(base + L::kDelta + st * C::kRowStatBytes);
+    const float* Ls = reinterpret_cast<const float*>(base + L::kL + (s % 2) * C::kRowStatBytes);
+    const float* Ds = reinterpret_cast<const float*>(base + L::kDelta + (s % 2) * C::kRowStatBytes);
+    // The next step's L·log2 e and D_i, one value per thread, read now and stored before this
+    // step's kDsFull barrier: the load's latency hides under the step's products.
+    const float next_stat = has_stat && s + 1 < n_steps ? step_stat<C>(a, bh_q0, tiles, s + 1, ci) : 0.f;
     const uint32_t ds_buf = L::kDs + (s % 2) * C::kDsBytes;
     sm90::mbar_wait(&bar.q_full[st], ring.full_parity());
 
@@ -456,8 +472,10 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
     gemm_kv<C, T, D>(acc_dk, da, q_addr);
     sm90::wgmma_commit();
 
+    if (has_stat && s + 1 < n_steps) stat_buf[((s + 1) % 2) * 2 * C::kBr + ci] = next_stat;
     // Both consumers' dSᵀ is in place (and, with two buffers, nobody still reads the one the
-    // next step writes: that was step s - 1's, read by dQ before either consumer got here).
+    // next step writes: that was step s - 1's, read by dQ before either consumer got here);
+    // the same holds for the next step's L and D_i and the step before's.
     sm90::named_barrier_sync(kDsFull, C::kConsumerThreads);
     float acc_dq[C::kAccDq];
     sm90::wgmma_fence();
