@@ -162,8 +162,7 @@ struct SmemLayout {
   static constexpr size_t kDs = kDO + size_t(C::kStages) * C::kQTileBytes;  // two buffers
   static constexpr size_t kDq = kDs + 2 * size_t(C::kDsBytes);
   static constexpr size_t kL = kDq + C::kDqBuffers * 4 * size_t(C::kDqTileFloats);
-  static constexpr size_t kDelta = kL + 2 * size_t(C::kRowStatBytes);  // L and D_i: two buffers each
-  static constexpr size_t kBar = kDelta + 2 * size_t(C::kRowStatBytes);
+  static constexpr size_t kBar = kL + 4 * size_t(C::kRowStatBytes);  // two buffers of [L: Br, D_i: Br]
   static_assert(kDs % C::kSwizzleAtomBytes == 0, "dSᵀ must start on a swizzle atom");
   static_assert(kBar + sizeof(Barriers<C::kStages>) + C::kSwizzleAtomBytes <= C::kSmemBytes, "layout fits");
 };
@@ -405,7 +404,7 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
   // kDsFull barriers order; step 0's before the loop.
   const int ci = cw * C::kWarpgroupThreads + t;
   const bool has_stat = ci < 2 * C::kBr;
-  float* stat_buf = reinterpret_cast<float*>(base + L::kL);  // [2][L: Br, D: Br], as kL, kDelta lay out
+  float* stat_buf = reinterpret_cast<float*>(base + L::kL);  // [2][L: Br, D: Br]
   if (has_stat && n_steps > 0) stat_buf[ci] = step_stat<C>(a, bh_q0, tiles, 0, ci);
   sm90::named_barrier_sync(kDsFull, C::kConsumerThreads);
   if (n_steps > 0) sm90::mbar_wait(&bar.kv_full, 0);
@@ -415,8 +414,8 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
     const int st = ring.stage;
     const int bh = bh_q0 + s / n_tiles, q0 = (tiles.begin + s % n_tiles) * C::kBr;
     const uint32_t q_addr = s_base + L::kQ + st * C::kQTileBytes, do_addr = s_base + L::kDO + st * C::kQTileBytes;
-    const float* Ls = reinterpret_cast<const float*>(base + L::kL + (s % 2) * C::kRowStatBytes);
-    const float* Ds = reinterpret_cast<const float*>(base + L::kDelta + (s % 2) * C::kRowStatBytes);
+    const float* Ls = stat_buf + (s % 2) * 2 * C::kBr;  // this step's L·log2 e, then its D_i
+    const float* Ds = Ls + C::kBr;
     // The next step's L·log2 e and D_i, one value per thread, read now and stored before this
     // step's kDsFull barrier: the load's latency hides under the step's products.
     const float next_stat = has_stat && s + 1 < n_steps ? step_stat<C>(a, bh_q0, tiles, s + 1, ci) : 0.f;
