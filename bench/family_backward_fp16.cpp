@@ -2,10 +2,10 @@
 //   day 10 · 09, flash_attention_mma_backward: FlashAttention-2's backward on mma.sync (any sm_80+);
 //   day 10 · 11, the FlashAttention-3-style backward on Hopper (wgmma, TMA, warp specialization;
 //   sm_90a only, so built when the build targets sm_90 and run on compute capability 9.0): the
-//   rungs of its staircase, flash_attention_wgmma_backward_step(kSerial), then
-//   flash_attention_wgmma_backward itself (kTwoStages: float4 atomics), the rung kDqReduce (dQ by
-//   the copy engine, in whatever order the key blocks finish) and flash_attention_wgmma_backward
-//   with deterministic = true (kDqReduce, key blocks add dQ in their order).
+//   rungs of its staircase, flash_attention_wgmma_backward_step(kSerial) and (kTwoStages) (float4
+//   atomics), then flash_attention_wgmma_backward itself (kDqReduce: dQ by the copy engine, in
+//   whatever order the key blocks finish) and the same with deterministic = true (key blocks add
+//   dQ in their order).
 //
 // Grid: the shapes of the forward's prefill_fp16 / prefill_bf16 families (B·N = 16k
 // tokens, H·D = 2048, MHA) at N = 2048, 4096 and 8192, D = 64 and 128, causal and not; the dtype is
@@ -300,13 +300,13 @@ const Backward16 kMmaBackward{mma_backward16<__half>, mma_backward16<__nv_bfloat
 #endif
 
 #ifdef BENCH_HAVE_11_hopper_backward
-// One rung of 11's staircase (kTwoStages and the deterministic kDqReduce through
-// flash_attention_wgmma_backward itself, which alone takes `deterministic`).
+// One rung of 11's staircase (kDqReduce through flash_attention_wgmma_backward itself, which alone
+// takes `deterministic`).
 template <HopperBwdStep kStep, bool kDeterministic, class T>
 void wgmma_backward16(const Buffers16& b, const AttentionParams& p, cudaStream_t st) {
   static_assert(!kDeterministic || kStep == HopperBwdStep::kDqReduce, "deterministic needs kDqReduce");
   const Typed16<T> t(b);
-  if (kDeterministic || kStep == HopperBwdStep::kTwoStages)
+  if (kStep == HopperBwdStep::kDqReduce)
     flash_attention_wgmma_backward(t.q, t.k, t.v, t.o, t.d_o, b.lse, t.dq, t.dk, t.dv, b.workspace, p, st,
                                    kDeterministic);
   else
@@ -326,13 +326,12 @@ bool register_all() {
   add_kernel(backward16_kernel("09_fp16_mma_backward", "flash_attention_mma_backward", 10, kMmaBackward));
 #endif
 #ifdef BENCH_HAVE_11_hopper_backward
-  // The chapter's staircase: kSerial, the kernel itself (kTwoStages), kDqReduce, and the
-  // deterministic mode (kDqReduce in a fixed order).
+  // The chapter's staircase, then the kernel itself (kDqReduce) and its deterministic mode.
   add_kernel(backward16_kernel("11_hopper_backward", "flash_attention_wgmma_backward_step(kSerial)", 20,
                                wgmma_rung<HopperBwdStep::kSerial>()));
-  add_kernel(backward16_kernel("11_hopper_backward", "flash_attention_wgmma_backward", 21,
+  add_kernel(backward16_kernel("11_hopper_backward", "flash_attention_wgmma_backward_step(kTwoStages)", 21,
                                wgmma_rung<HopperBwdStep::kTwoStages>()));
-  add_kernel(backward16_kernel("11_hopper_backward", "flash_attention_wgmma_backward_step(kDqReduce)", 22,
+  add_kernel(backward16_kernel("11_hopper_backward", "flash_attention_wgmma_backward", 22,
                                wgmma_rung<HopperBwdStep::kDqReduce>()));
   add_kernel(backward16_kernel("11_hopper_backward", "flash_attention_wgmma_backward(deterministic)", 23,
                                wgmma_rung<HopperBwdStep::kDqReduce, true>()));

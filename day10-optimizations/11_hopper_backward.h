@@ -83,7 +83,7 @@ __host__ __device__ int hbwd_dq_col(int head_dim, int w, int t, int i);
 
 // ---------------------------------------------------------------------------------------------
 // The staircase of the chapter, one rung per idea, for the bench (`make bench`, family
-// backward_fp16). flash_attention_wgmma_backward runs kTwoStages, or kDqReduce when deterministic.
+// backward_fp16). flash_attention_wgmma_backward runs kDqReduce (ordered when deterministic).
 enum class HopperBwdStep {
   kSerial = 1,     // one Q/dO stage; each consumer adds its piece of dQ with float4 atomics
   kTwoStages = 2,  // a ring of two Q/dO stages: the next query tile loads while this one computes
