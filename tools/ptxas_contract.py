@@ -32,6 +32,7 @@ SOURCES = [
     ("solutions/day10-optimizations/09_fp16_mma_backward.cu",
      ["arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90"]),
     ("solutions/day10-optimizations/10_hopper_wgmma.cu", ["arch=compute_90a,code=sm_90a"]),
+    ("solutions/day10-optimizations/11_hopper_backward.cu", ["arch=compute_90a,code=sm_90a"]),
 ]
 INCLUDES = ["common", "day10-optimizations"]
 ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
