@@ -230,6 +230,56 @@ inline AttentionParams params_of(const Case& c) {
   return AttentionParams::make(c.b, c.h, c.h_kv > 0 ? c.h_kv : c.h, c.nq, c.nk, c.d, c.causal);
 }
 
+// The shape grids both kernels' tests run (what each case is there to catch is its `why`).
+inline std::vector<Case> small_cases() {
+  return {{1, 1, 1, 1, 64, false, "N = 1: one query, one key (dQ = dK = 0 exactly)"},
+          {1, 2, 1, 1, 128, true, "N = 1, causal"},
+          {2, 3, 17, 17, 64, true, "below one tile"},
+          {1, 2, 67, 67, 128, false, "not a tile multiple"},
+          {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
+          {1, 1, 5, 200, 128, false, "short query, keys over two key blocks"},
+          {1, 1, 16, 16, 64, true, "causal within one warp's 16 rows: rows g and g+8"}};
+}
+
+inline std::vector<Case> nq_ne_nk_cases() {
+  return {{1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
+          {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
+          {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, their dQ is zero"},
+          {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
+          {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"}};
+}
+
+inline std::vector<Case> gqa_cases() {
+  return {{1, 8, 67, 67, 64, true, "(8,8) MHA, causal", 8},
+          {1, 8, 67, 130, 64, true, "(8,2), causal, Nq < Nk", 2},
+          {1, 8, 100, 37, 128, false, "(8,1) MQA, Nq > Nk", 1},
+          {1, 8, 130, 130, 128, true, "(8,1) MQA, causal", 1},
+          {1, 32, 40, 70, 64, false, "(32,8)", 8},
+          {2, 32, 33, 33, 128, true, "(32,8), causal, batch 2", 8}};
+}
+
+// magnitude_inputs' shapes (run with p.scale = 64).
+inline std::vector<Case> magnitude_cases() {
+  return {{1, 2, 150, 150, 64, false, "large logits"},
+          {1, 2, 150, 150, 128, true, "large logits, causal"},
+          {1, 1, 40, 300, 128, true, "large logits, Nq < Nk"},
+          {1, 4, 90, 90, 64, true, "large logits, GQA (4,2)", 2}};
+}
+
+// cancelling_dq_inputs' shapes: few queries, many key blocks.
+inline std::vector<Case> cancelling_dq_cases() {
+  return {{1, 2, 64, 4096, 64, false, "64 queries, 4096 keys (32 or 64 key blocks)"},
+          {1, 2, 40, 2000, 128, false, "40 queries, 2000 keys, D=128"},
+          {1, 2, 40, 1000, 128, true, "40 queries, 1000 keys, causal"}};
+}
+
+// Shapes run with 64 NaN rows after every input (upload's nan_pad).
+inline std::vector<Case> nan_tail_cases() {
+  return {{1, 1, 67, 67, 64, false, "NaN rows after every input"},
+          {1, 1, 33, 100, 128, true, "NaN rows after every input, causal"},
+          {1, 1, 129, 65, 64, true, "NaN rows after every input, Nq > Nk"}};
+}
+
 #define COURSE_BWD_CASE_INFO(Ty, c, p, seed)                                                              \
   INFO(Ty::name << " B=" << (c).b << " Hq=" << (c).h << " Hkv=" << (p).heads_kv << " Nq=" << (c).nq       \
                 << " Nk=" << (c).nk << " D=" << (c).d << ((c).causal ? " causal" : "") << " (" << (c).why \

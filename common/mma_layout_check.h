@@ -4,7 +4,9 @@
 // thousands.
 #pragma once
 
+#include <set>
 #include <string>
+#include <utility>
 
 #include "catch_compat.h"
 
@@ -64,5 +66,36 @@ struct IndexFailures {
     CHECK(failed == 0);
   }
 };
+
+// An m64nN wgmma accumulator (N = 64 and 128): warp w of the warpgroup holds rows 16w .. 16w + 15,
+// element i of thread t sitting at position ptx_c_position(t % 32, i % 4) of the m16n8 C fragment
+// of columns 8·(i / 4) ... row_of(t, i) and col_of(t, i) are the helpers under test, named
+// row_name and col_name in the messages; `rows_are` says what the rows hold (queries, keys).
+template <class RowFn, class ColFn>
+void check_wgmma_accumulator(IndexFailures& f, RowFn row_of, ColFn col_of, const std::string& row_name,
+                             const std::string& col_name, const std::string& rows_are) {
+  for (int n : {64, 128}) {
+    std::set<std::pair<int, int>> seen;
+    for (int t = 0; t < 128; ++t) {
+      for (int i = 0; i < n / 2; ++i) {
+        const PtxPos c = ptx_c_position(t % 32, i % 4);
+        const int want_row = 16 * (t / 32) + c.row, want_col = 8 * (i / 4) + c.col;
+        const int row = row_of(t, i), col = col_of(t, i);
+        const std::string at = "N = " + std::to_string(n) + ", thread " + std::to_string(t) + " (warp " +
+                               std::to_string(t / 32) + ", lane " + std::to_string(t % 32) + "), element d[" +
+                               std::to_string(i) + "]: ";
+        f.check(row == want_row, at + row_name + " gave " + std::to_string(row) + ", expected " +
+                                     std::to_string(want_row) + " (warp w holds rows 16w .. 16w + 15; rows are " +
+                                     rows_are + ")");
+        f.check(col == want_col,
+                at + col_name + " gave " + std::to_string(col) + ", expected " + std::to_string(want_col));
+        seen.insert({row, col});
+      }
+    }
+    f.check(int(seen.size()) == 64 * n, "N = " + std::to_string(n) + ": the 128 threads cover " +
+                                            std::to_string(seen.size()) +
+                                            " distinct (row, column) positions, expected 64 × " + std::to_string(n));
+  }
+}
 
 }  // namespace course

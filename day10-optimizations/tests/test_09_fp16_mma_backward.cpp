@@ -160,37 +160,16 @@ TEST_CASE("bwd_acc_key, bwd_acc_query: every lane and element lands where the PT
 }
 
 TEST_CASE("flash_attention_mma_backward: small shapes and N = 1", "[day10][fp16_mma_backward][quick]") {
-  run_grid("bwd_small", {
-                            {1, 1, 1, 1, 64, false, "N = 1: one query, one key (dQ = dK = 0 exactly)"},
-                            {1, 2, 1, 1, 128, true, "N = 1, causal"},
-                            {2, 3, 17, 17, 64, true, "below one tile"},
-                            {1, 2, 67, 67, 128, false, "not a tile multiple"},
-                            {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
-                            {1, 1, 5, 200, 128, false, "short query, keys over two key blocks"},
-                            {1, 1, 16, 16, 64, true, "causal within one fragment: rows g and g+8"},
-                        });
+  run_grid("bwd_small", course::bwd_test::small_cases());
 }
 
 TEST_CASE("flash_attention_mma_backward: Nq != Nk, causal alignment is bottom-right",
           "[day10][fp16_mma_backward][quick]") {
-  run_grid("bwd_nq_ne_nk", {
-                               {1, 2, 64, 333, 64, true, "Nq < Nk: chunked prefill, row i sees keys <= i + 269"},
-                               {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
-                               {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, their dQ is zero"},
-                               {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
-                               {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-                           });
+  run_grid("bwd_nq_ne_nk", course::bwd_test::nq_ne_nk_cases());
 }
 
 TEST_CASE("flash_attention_mma_backward: GQA, dK and dV summed over the group", "[day10][fp16_mma_backward][quick]") {
-  run_grid("bwd_gqa", {
-                          {1, 8, 67, 67, 64, true, "(8,8) MHA, causal", 8},
-                          {1, 8, 67, 130, 64, true, "(8,2), causal, Nq < Nk", 2},
-                          {1, 8, 100, 37, 128, false, "(8,1) MQA, Nq > Nk", 1},
-                          {1, 8, 130, 130, 128, true, "(8,1) MQA, causal", 1},
-                          {1, 32, 40, 70, 64, false, "(32,8)", 8},
-                          {2, 32, 33, 33, 128, true, "(32,8), causal, batch 2", 8},
-                      });
+  run_grid("bwd_gqa", course::bwd_test::gqa_cases());
 }
 
 TEST_CASE("flash_attention_mma_backward: tile boundaries, head dims and longer sequences",
@@ -208,10 +187,7 @@ TEST_CASE("flash_attention_mma_backward: tile boundaries, head dims and longer s
 
 // Logits of about ±1e3 (common/backward_test.h, magnitude_inputs, says what they catch).
 TEST_CASE("flash_attention_mma_backward: logits of magnitude 1e3", "[day10][fp16_mma_backward][quick]") {
-  const std::vector<Case> cases{{1, 2, 150, 150, 64, false, "large logits"},
-                                {1, 2, 150, 150, 128, true, "large logits, causal"},
-                                {1, 1, 40, 300, 128, true, "large logits, Nq < Nk"},
-                                {1, 4, 90, 90, 64, true, "large logits, GQA (4,2)", 2}};
+  const std::vector<Case> cases = course::bwd_test::magnitude_cases();
   auto run = [&](auto ty) {
     using Ty = decltype(ty);
     for (size_t idx = 0; idx < cases.size(); ++idx) {
@@ -232,9 +208,7 @@ TEST_CASE("flash_attention_mma_backward: logits of magnitude 1e3", "[day10][fp16
 // summed in 16 bits across the key blocks misses by 10 to 50 times the bound.
 TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key blocks",
           "[day10][fp16_mma_backward][quick]") {
-  const std::vector<Case> cases{{1, 2, 64, 4096, 64, false, "64 queries, 4096 keys (32 or 64 key blocks)"},
-                                {1, 2, 40, 2000, 128, false, "40 queries, 2000 keys, D=128"},
-                                {1, 2, 40, 1000, 128, true, "40 queries, 1000 keys, causal"}};
+  const std::vector<Case> cases = course::bwd_test::cancelling_dq_cases();
   auto run = [&](auto ty) {
     using Ty = decltype(ty);
     for (size_t idx = 0; idx < cases.size(); ++idx) {
@@ -255,12 +229,10 @@ TEST_CASE("flash_attention_mma_backward: dQ accumulates in fp32 across key block
 // Nk, or gives the zero-filled rows of a partial tile any NaN, turns gradients into NaN.
 TEST_CASE("flash_attention_mma_backward: nothing past the end of the inputs is read",
           "[day10][fp16_mma_backward][quick]") {
-  const Case cases[] = {{1, 1, 67, 67, 64, false, "NaN rows after every input"},
-                        {1, 1, 33, 100, 128, true, "NaN rows after every input, causal"},
-                        {1, 1, 129, 65, 64, true, "NaN rows after every input, Nq > Nk"}};
+  const std::vector<Case> cases = course::bwd_test::nan_tail_cases();
   auto run = [&](auto ty) {
     using Ty = decltype(ty);
-    for (size_t idx = 0; idx < 3; ++idx) {
+    for (size_t idx = 0; idx < cases.size(); ++idx) {
       const Case& c = cases[idx];
       const AttentionParams p = params_of(c);
       const uint64_t seed = course::case_seed(std::string("bwd_tail_nan_") + Ty::name, int64_t(idx));

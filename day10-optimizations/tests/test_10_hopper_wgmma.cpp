@@ -193,27 +193,7 @@ TEST_CASE("RingState: the stage and the parities of tile j, walked and computed"
 TEST_CASE("wgmma_acc_row, wgmma_acc_col: every thread and element lands where the PTX D layout puts it",
           "[index][quick]") {
   IndexFailures f;
-  for (int n : {64, 128}) {
-    std::set<std::pair<int, int>> seen;
-    for (int t = 0; t < 128; ++t) {
-      for (int i = 0; i < n / 2; ++i) {
-        const PtxPos c = ptx_c_position(t % 32, i % 4);
-        const int want_row = 16 * (t / 32) + c.row, want_col = 8 * (i / 4) + c.col;
-        const int row = wgmma_acc_row(t, i), col = wgmma_acc_col(t, i);
-        std::ostringstream at;
-        at << "N = " << n << ", thread " << t << " (warp " << t / 32 << ", lane " << t % 32 << "), element d[" << i
-           << "]: ";
-        f.check(row == want_row,
-                at.str() + "wgmma_acc_row gave " + std::to_string(row) + ", expected " + std::to_string(want_row));
-        f.check(col == want_col,
-                at.str() + "wgmma_acc_col gave " + std::to_string(col) + ", expected " + std::to_string(want_col));
-        seen.insert({row, col});
-      }
-    }
-    f.check(int(seen.size()) == 64 * n, "N = " + std::to_string(n) + ": the 128 threads cover " +
-                                            std::to_string(seen.size()) +
-                                            " distinct (row, column) positions, expected 64 × " + std::to_string(n));
-  }
+  course::check_wgmma_accumulator(f, wgmma_acc_row, wgmma_acc_col, "wgmma_acc_row", "wgmma_acc_col", "query rows");
   f.summary("wgmma_acc_row / wgmma_acc_col");
 }
 

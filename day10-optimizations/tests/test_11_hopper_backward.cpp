@@ -125,28 +125,8 @@ void run_grid(const std::string& name, const std::vector<Case>& cases,
 
 TEST_CASE("hbwd_acc_key, hbwd_acc_query: every thread and element lands where the PTX D layout puts it",
           "[index][quick]") {
-  IndexFailures f;
-  for (int n : {64, 128}) {  // Br: the N of Sᵀ
-    std::set<std::pair<int, int>> seen;
-    for (int t = 0; t < 128; ++t) {
-      for (int i = 0; i < n / 2; ++i) {
-        const PtxPos c = ptx_c_position(t % 32, i % 4);
-        const int want_key = 16 * (t / 32) + c.row, want_query = 8 * (i / 4) + c.col;
-        const int key = hbwd_acc_key(t, i), query = hbwd_acc_query(t, i);
-        std::ostringstream at;
-        at << "Br = " << n << ", thread " << t << " (warp " << t / 32 << ", lane " << t % 32 << "), element d[" << i
-           << "]: ";
-        f.check(key == want_key, at.str() + "hbwd_acc_key gave " + std::to_string(key) + ", expected " +
-                                     std::to_string(want_key) + " (warp w holds rows 16w .. 16w + 15; rows are keys)");
-        f.check(query == want_query, at.str() + "hbwd_acc_query gave " + std::to_string(query) + ", expected " +
-                                         std::to_string(want_query) + " (columns are queries)");
-        seen.insert({key, query});
-      }
-    }
-    f.check(int(seen.size()) == 64 * n, "Br = " + std::to_string(n) + ": the 128 threads cover " +
-                                            std::to_string(seen.size()) +
-                                            " distinct (key, query) positions, expected 64 × " + std::to_string(n));
-  }
+  IndexFailures f;  // N is Br here: 64 (D = 128) or 128 (D = 64)
+  course::check_wgmma_accumulator(f, hbwd_acc_key, hbwd_acc_query, "hbwd_acc_key", "hbwd_acc_query", "keys");
   f.summary("hbwd_acc_key / hbwd_acc_query");
 }
 
@@ -221,37 +201,16 @@ TEST_CASE("hbwd_dq_row, hbwd_dq_col: the two consumers' pieces cover a dQ tile e
 }
 
 TEST_CASE("flash_attention_wgmma_backward: small shapes and N = 1", "[day10][hopper_backward][quick]") {
-  run_grid("hbwd_small", {
-                             {1, 1, 1, 1, 64, false, "N = 1: one query, one key (dQ = dK = 0 exactly)"},
-                             {1, 2, 1, 1, 128, true, "N = 1, causal"},
-                             {2, 3, 17, 17, 64, true, "below one tile"},
-                             {1, 2, 67, 67, 128, false, "not a tile multiple"},
-                             {1, 2, 67, 67, 64, true, "not a tile multiple, causal"},
-                             {1, 1, 5, 200, 128, false, "short query, keys over two key blocks"},
-                             {1, 1, 16, 16, 64, true, "causal within one warp's rows"},
-                         });
+  run_grid("hbwd_small", course::bwd_test::small_cases());
 }
 
 TEST_CASE("flash_attention_wgmma_backward: Nq != Nk, causal alignment is bottom-right",
           "[day10][hopper_backward][quick]") {
-  run_grid("hbwd_nq_ne_nk", {
-                                {1, 2, 64, 333, 64, true, "Nq < Nk: row i sees keys <= i + 269"},
-                                {1, 2, 1, 150, 128, true, "one query sees every key (decode step)"},
-                                {1, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, their dQ is zero"},
-                                {1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
-                                {2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
-                            });
+  run_grid("hbwd_nq_ne_nk", course::bwd_test::nq_ne_nk_cases());
 }
 
 TEST_CASE("flash_attention_wgmma_backward: GQA, dK and dV summed over the group", "[day10][hopper_backward][quick]") {
-  run_grid("hbwd_gqa", {
-                           {1, 8, 67, 67, 64, true, "(8,8) MHA, causal", 8},
-                           {1, 8, 67, 130, 64, true, "(8,2), causal, Nq < Nk", 2},
-                           {1, 8, 100, 37, 128, false, "(8,1) MQA, Nq > Nk", 1},
-                           {1, 8, 130, 130, 128, true, "(8,1) MQA, causal", 1},
-                           {1, 32, 40, 70, 64, false, "(32,8)", 8},
-                           {2, 32, 33, 33, 128, true, "(32,8), causal, batch 2", 8},
-                       });
+  run_grid("hbwd_gqa", course::bwd_test::gqa_cases());
 }
 
 TEST_CASE("flash_attention_wgmma_backward: tile boundaries, head dims and longer sequences",
@@ -269,10 +228,7 @@ TEST_CASE("flash_attention_wgmma_backward: tile boundaries, head dims and longer
 }
 
 TEST_CASE("flash_attention_wgmma_backward: logits of magnitude 1e3", "[day10][hopper_backward][quick]") {
-  const std::vector<Case> cases{{1, 2, 150, 150, 64, false, "large logits"},
-                                {1, 2, 150, 150, 128, true, "large logits, causal"},
-                                {1, 1, 40, 300, 128, true, "large logits, Nq < Nk"},
-                                {1, 4, 90, 90, 64, true, "large logits, GQA (4,2)", 2}};
+  const std::vector<Case> cases = course::bwd_test::magnitude_cases();
   auto run = [&](auto ty) {
     using Ty = decltype(ty);
     for (size_t idx = 0; idx < cases.size(); ++idx) {
@@ -293,9 +249,7 @@ TEST_CASE("flash_attention_wgmma_backward: logits of magnitude 1e3", "[day10][ho
 // summed in 16 bits across the key blocks misses by 10 to 50 times the bound.
 TEST_CASE("flash_attention_wgmma_backward: dQ accumulates in fp32 across key blocks",
           "[day10][hopper_backward][quick]") {
-  const std::vector<Case> cases{{1, 2, 64, 4096, 64, false, "64 queries, 4096 keys (32 key blocks)"},
-                                {1, 2, 40, 2000, 128, false, "40 queries, 2000 keys, D=128"},
-                                {1, 2, 40, 1000, 128, true, "40 queries, 1000 keys, causal"}};
+  const std::vector<Case> cases = course::bwd_test::cancelling_dq_cases();
   auto run = [&](auto ty) {
     using Ty = decltype(ty);
     for (size_t idx = 0; idx < cases.size(); ++idx) {
@@ -317,12 +271,10 @@ TEST_CASE("flash_attention_wgmma_backward: dQ accumulates in fp32 across key blo
 // Nk, or lets a zero-filled row of a partial tile become NaN, turns gradients into NaN.
 TEST_CASE("flash_attention_wgmma_backward: nothing past the end of the inputs is read",
           "[day10][hopper_backward][quick]") {
-  const Case cases[] = {{1, 1, 67, 67, 64, false, "NaN rows after every input"},
-                        {1, 1, 33, 100, 128, true, "NaN rows after every input, causal"},
-                        {1, 1, 129, 65, 64, true, "NaN rows after every input, Nq > Nk"}};
+  const std::vector<Case> cases = course::bwd_test::nan_tail_cases();
   auto run = [&](auto ty) {
     using Ty = decltype(ty);
-    for (size_t idx = 0; idx < 3; ++idx) {
+    for (size_t idx = 0; idx < cases.size(); ++idx) {
       const Case& c = cases[idx];
       const AttentionParams p = params_of(c);
       const uint64_t seed = course::case_seed(std::string("hbwd_tail_nan_") + Ty::name, int64_t(idx));
