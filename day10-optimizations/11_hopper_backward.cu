@@ -167,8 +167,14 @@ struct SmemLayout {
 };
 
 // The query tiles that hold a row seeing at least one key of the block whose first key is k0.
+// A step s of the block is (query head bh_q0 + s / n, query tile tile(s)), n = end − begin: the
+// heads one after the other, and within a head the tiles from the last to the first. The order
+// matters in the deterministic mode, where key block j adds to a tile only after block j − 1:
+// walking down, every block starts on the same last tile and block j trails block j − 1 by one
+// step; walking up, block j would start on tiles that block j − 1 reaches last, and wait.
 struct TileRange {
   int begin, end;
+  __device__ __forceinline__ int tile(int s) const { return end - 1 - s % (end - begin); }
 };
 __device__ __forceinline__ TileRange query_tiles(int k0, int Nq, int Nk, bool causal, int br) {
   const int first_row = causal ? k0 - (Nk - Nq) : 0;
@@ -267,7 +273,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
   }
   const int n_tiles = tiles.end - tiles.begin;
   // TODO(5) (≈ 18 lines): for every step s (query head bh_q0 + s / n_tiles, query tile
-  //   tiles.begin + s % n_tiles), in stage s mod kStages: once the consumers have released that
+  //   tiles.tile(s)), in stage s mod kStages: once the consumers have released that
   //   stage, announce its bytes and copy Q_i and dO_i (one box per 64-column block) onto the
   //   stage's full barrier (lesson: "The producer: K and V once, Q and dO through a ring").
   (void)n_tiles, (void)tm_q, (void)tm_do, (void)bh_q0, (void)G;  // TODO(5): remove
@@ -294,7 +300,7 @@ __device__ __forceinline__ void reduce_dq(unsigned char* base, Barriers<C::kStag
 template <class C>
 __device__ __forceinline__ float step_stat(const BwdArgs& a, int bh_q0, TileRange tiles, int s, int ci) {
   const int n_tiles = tiles.end - tiles.begin;
-  const int64_t row = int64_t(bh_q0 + s / n_tiles) * a.Nq_pad + int64_t(tiles.begin + s % n_tiles) * C::kBr;
+  const int64_t row = int64_t(bh_q0 + s / n_tiles) * a.Nq_pad + int64_t(tiles.tile(s)) * C::kBr;
   return ci < C::kBr ? a.lse2[row + ci] : a.delta[row + ci - C::kBr];
 }
 
@@ -366,7 +372,7 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
   for (int s = 0; s < n_steps; ++s) {
     const auto ring = C::Ring::at(s);
     const int st = ring.stage;
-    const int bh = bh_q0 + s / n_tiles, q0 = (tiles.begin + s % n_tiles) * C::kBr;
+    const int bh = bh_q0 + s / n_tiles, q0 = tiles.tile(s) * C::kBr;
     const uint32_t q_addr = s_base + L::kQ + st * C::kQTileBytes, do_addr = s_base + L::kDO + st * C::kQTileBytes;
     const float* Ls = stat_buf + (s % 2) * 2 * C::kBr;  // this step's L·log2 e, then its D_i
     const float* Ds = Ls + C::kBr;

@@ -168,8 +168,14 @@ struct SmemLayout {
 };
 
 // The query tiles that hold a row seeing at least one key of the block whose first key is k0.
+// A step s of the block is (query head bh_q0 + s / n, query tile tile(s)), n = end − begin: the
+// heads one after the other, and within a head the tiles from the last to the first. The order
+// matters in the deterministic mode, where key block j adds to a tile only after block j − 1:
+// walking down, every block starts on the same last tile and block j trails block j − 1 by one
+// step; walking up, block j would start on tiles that block j − 1 reaches last, and wait.
 struct TileRange {
   int begin, end;
+  __device__ __forceinline__ int tile(int s) const { return end - 1 - s % (end - begin); }
 };
 __device__ __forceinline__ TileRange query_tiles(int k0, int Nq, int Nk, bool causal, int br) {
   const int first_row = causal ? k0 - (Nk - Nq) : 0;
@@ -274,7 +280,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorM
   for (int s = 0; s < G * n_tiles; ++s) {
     const auto ring = C::Ring::at(s);
     const int st = ring.stage;
-    const int bh = bh_q0 + s / n_tiles, q0 = (tiles.begin + s % n_tiles) * C::kBr;
+    const int bh = bh_q0 + s / n_tiles, q0 = tiles.tile(s) * C::kBr;
     sm90::mbar_wait(&bar.q_empty[st], ring.empty_parity());
     sm90::mbar_arrive_expect_tx(&bar.q_full[st], 2 * C::kQTileBytes);
 #pragma unroll
@@ -295,7 +301,7 @@ __device__ __forceinline__ void reduce_dq(unsigned char* base, Barriers<C::kStag
   const int n_tiles = tiles.end - tiles.begin;
   // snippet-begin: dq-reduce
   for (int s = 0; s < G * n_tiles; ++s) {
-    const int bh = bh_q0 + s / n_tiles, qt = tiles.begin + s % n_tiles;
+    const int bh = bh_q0 + s / n_tiles, qt = tiles.tile(s);
     const int64_t row = int64_t(bh) * a.Nq_pad + int64_t(qt) * C::kBr;
     uint32_t* counter = a.counters + row / 64;
     const auto buf = C::DqRing::at(s);  // the dQ buffer of step s, its use number's parity
@@ -324,7 +330,7 @@ __device__ __forceinline__ void reduce_dq(unsigned char* base, Barriers<C::kStag
 template <class C>
 __device__ __forceinline__ float step_stat(const BwdArgs& a, int bh_q0, TileRange tiles, int s, int ci) {
   const int n_tiles = tiles.end - tiles.begin;
-  const int64_t row = int64_t(bh_q0 + s / n_tiles) * a.Nq_pad + int64_t(tiles.begin + s % n_tiles) * C::kBr;
+  const int64_t row = int64_t(bh_q0 + s / n_tiles) * a.Nq_pad + int64_t(tiles.tile(s)) * C::kBr;
   return ci < C::kBr ? a.lse2[row + ci] : a.delta[row + ci - C::kBr];
 }
 
@@ -412,7 +418,7 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
   for (int s = 0; s < n_steps; ++s) {
     const auto ring = C::Ring::at(s);
     const int st = ring.stage;
-    const int bh = bh_q0 + s / n_tiles, q0 = (tiles.begin + s % n_tiles) * C::kBr;
+    const int bh = bh_q0 + s / n_tiles, q0 = tiles.tile(s) * C::kBr;
     const uint32_t q_addr = s_base + L::kQ + st * C::kQTileBytes, do_addr = s_base + L::kDO + st * C::kQTileBytes;
     const float* Ls = stat_buf + (s % 2) * 2 * C::kBr;  // this step's L·log2 e, then its D_i
     const float* Ds = Ls + C::kBr;
