@@ -261,7 +261,9 @@ TEST_CASE("flash_attention_wgmma: small shapes and tails", "[day10][hopper][quic
                               {1, 1, 1, 1, 1, 128, true, "one query, one key, causal"},
                               {2, 3, 3, 17, 17, 64, true, "below one tile"},
                               {1, 2, 2, 67, 67, 128, false, "not a tile multiple"},
-                              {1, 2, 2, 130, 130, 64, true, "one row past a block of 128: the second consumer's rows"},
+                              {1, 2, 2, 130, 130, 128, true, "one row past a block of 128 (D = 128: two consumers)"},
+                              {1, 2, 2, 130, 130, 64, true, "rows 128, 129: the third consumer's (D = 64: Br = 192)"},
+                              {1, 2, 2, 193, 193, 64, true, "one row past a block of 192 (D = 64: three consumers)"},
                               {1, 1, 1, 5, 300, 128, false, "short query, keys over three tiles"},
                               {1, 1, 1, 16, 16, 64, true, "causal within one warp: rows r and r + 8"},
                           });
@@ -276,6 +278,7 @@ TEST_CASE("flash_attention_wgmma: Nq != Nk, causal alignment is bottom-right, ro
                {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key and must be zero"},
                {1, 1, 1, 130, 1, 128, true, "only the last query row sees the single key"},
                {1, 1, 1, 400, 20, 128, true, "Nq > Nk: whole blocks of 128 rows see nothing (no tile loaded)"},
+               {1, 1, 1, 450, 40, 64, true, "Nq > Nk at D = 64: a whole block of 192 rows sees nothing"},
                {2, 2, 2, 100, 37, 128, false, "Nq > Nk without a mask"},
            });
 }
@@ -351,7 +354,8 @@ TEST_CASE("flash_attention_wgmma_step: every rung of the staircase computes the 
 TEST_CASE("flash_attention_wgmma: the log-sum-exp output, exercise 05's", "[day10][hopper][lse][quick]") {
   const std::vector<Shape> shapes{{1, 1, 1, 1, 1, 64, false, "one query, one key: L = its logit"},
                                   {2, 3, 3, 67, 67, 128, true, "tails, causal"},
-                                  {1, 2, 2, 130, 130, 64, true, "one row past a block: the second consumer's rows"},
+                                  {1, 2, 2, 130, 130, 64, true, "rows 128, 129: the third consumer's at D = 64"},
+                                  {1, 2, 2, 193, 193, 64, true, "one row past a block of 192: the next block's"},
                                   {1, 2, 2, 300, 100, 64, true, "Nq > Nk: rows 0..199 see no key, L = -inf"},
                                   {1, 2, 2, 64, 333, 128, false, "Nq < Nk, several key tiles"},
                                   {1, 8, 2, 130, 257, 64, true, "GQA 8/2, tails"}};

@@ -1,11 +1,12 @@
 // Day 10 · Exercise 10 · FlashAttention-3-style forward on Hopper: wgmma, TMA, warp specialization
 // Lesson: day10-optimizations/10_hopper_wgmma/README.md. Test: make test EX=10_hopper_wgmma
 //
-// One thread block = Br = 128 query rows of one (batch, head), three warpgroups of 128 threads:
+// One thread block = Br query rows of one (batch, head), warpgroups of 128 threads:
 //   warpgroup 0, the producer: one thread issues every copy (TMA) and hands its registers back
 //     (setmaxnreg.dec); the copy engine does the work, so one thread is enough;
-//   warpgroups 1 and 2, the consumers: 64 query rows each (the M of wgmma), registers taken up
-//     to 240 (setmaxnreg.inc): S_ij (64 × 128 fp32), P_ij (16-bit) and O_i (64 × D fp32) all
+//   the consumers, 64 query rows each (the M of wgmma): two at D = 128 (Br = 128, registers taken
+//     up to 240 by setmaxnreg.inc), three at D = 64 under ping-pong (Br = 192, 160 registers each,
+//     as FlashAttention-3 does): S_ij (64 × 128 fp32), P_ij (16-bit) and O_i (64 × D fp32) all
 //     live in registers.
 // Q_i is copied once; the key tiles K_j, V_j (Bc keys) go through a ring of kStages shared-memory
 // stages. Per stage four mbarriers: K full and V full (the copy engine completes them, counting
@@ -17,8 +18,9 @@
 // The overlapped order (FlashAttention-3's intra-warpgroup pipelining): the tensor cores run
 // S_{i,j} and P_{i,j-1}·V_{j-1} back to back while the warpgroup computes the softmax of S_{i,j};
 // only the rescale of O_i waits for P_{i,j-1}·V_{j-1} to finish. Ping-pong (FlashAttention-3's
-// inter-warpgroup schedule): the two consumers take turns issuing their GEMMs, handing the turn
-// over through two named barriers, so that one's softmax runs while the other's GEMMs do.
+// inter-warpgroup schedule): the consumers take turns issuing their GEMMs, handing the turn on
+// through one named barrier each, so that one's softmax runs while another's GEMMs do. The scale
+// is folded into the exponent (2^(s·scale·log2 e − m·scale·log2 e)): one FFMA per score, no FMUL.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -74,28 +76,36 @@ using course::arch::sm80::pack2;
 
 // Named barriers: hardware barriers 1..15 (0 is __syncthreads), each for the threads a call
 // names. Consumer cw's own end is kConsumerDone + cw; its turn to issue GEMMs is kConsumerTurn + cw.
+constexpr int kMaxConsumers = 3;
 enum NamedBarrier : int {
-  kConsumerDone = 1,  // 1, 2: one consumer warpgroup's threads, before it tells the watchdog
-  kConsumerTurn = 3,  // 3, 4: consumer 0's and consumer 1's turn under ping-pong (both consumers)
+  kConsumerDone = 1,                  // 1 .. 3: one consumer warpgroup's threads, before it tells the watchdog
+  kConsumerTurn = 1 + kMaxConsumers,  // 4 .. 6: consumer cw's turn under ping-pong (it and the one before it)
 };
 
 // snippet-begin: config
-template <class T, int D, int kStagesT, bool kOverlapT, bool kPingPongT>
+template <class T, int D, int kStagesT, bool kOverlapT, bool kPingPongT, int kConsumersT = 2>
 struct HopperConfig {
   static constexpr int kStages = kStagesT;                   // K/V ring depth
   using Ring = course::arch::sm90::RingState<kStages>;       // tile j's stage and barrier parity
   static constexpr bool kOverlap = kOverlapT;                // softmax of tile j under the GEMMs of j-1
   static constexpr bool kPingPong = kPingPongT;              // the consumers take turns issuing GEMMs
   static constexpr int kRowsPerConsumer = 64;                // M of wgmma: one warpgroup, 64 query rows
-  static constexpr int kConsumers = 2;                       // consumer warpgroups
-  static constexpr int kBr = kRowsPerConsumer * kConsumers;  // 128 query rows per block
+  static constexpr int kConsumers = kConsumersT;             // consumer warpgroups: 2, or 3 at D = 64
+  static constexpr int kBr = kRowsPerConsumer * kConsumers;  // 128 (or 192) query rows per block
   static constexpr int kBc = 128;                            // keys per tile: N of S = Q·Kᵀ
   static constexpr int kWarpgroupThreads = 128;              // 4 warps: the unit of wgmma and of setmaxnreg
   static constexpr int kConsumerThreads = kWarpgroupThreads * kConsumers;
+  static constexpr int kTurnThreads = 2 * kWarpgroupThreads;  // a turn: its taker and the one handing it over
   static constexpr int kThreads = kWarpgroupThreads * (1 + kConsumers);
-  static constexpr int kProducerRegs = 24;      // one issuing thread needs almost nothing
-  static constexpr int kConsumerRegs = 240;     // 24·128 + 240·256 = 64512 = 168·384, the start
-  static constexpr int kSwizzleRowBytes = 128;  // the 128-byte swizzle's row
+  // The register file at entry, split evenly over the block's threads (rounded down to 8, as
+  // ptxas allocates): setmaxnreg moves registers between warpgroups, it cannot make more.
+  static constexpr int kRegsAtEntry = course::arch::sm90::kRegsPerSm / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = 24;  // one issuing thread needs almost nothing
+  // What is left after the producer's share, split over the consumers (rounded down to 8):
+  // (168·384 − 24·128) / 256 = 240 with two, (128·512 − 24·128) / 384 → 160 with three.
+  static constexpr int kConsumerRegs =
+      (kRegsAtEntry * kThreads - kProducerRegs * kWarpgroupThreads) / kConsumerThreads / 8 * 8;
+  static constexpr int kSwizzleRowBytes = 128;                            // the 128-byte swizzle's row
   static constexpr int kSwizzleCols = kSwizzleRowBytes / int(sizeof(T));  // 64 16-bit values
   static constexpr int kSwizzleAtomBytes = 8 * kSwizzleRowBytes;  // 8 rows: the pattern repeats every 1024 bytes
   static constexpr int kColBlocks = D / kSwizzleCols;
@@ -112,11 +122,10 @@ struct HopperConfig {
   // Slack of one swizzle atom: the pattern repeats every 1024 bytes and tiles must start on one.
   static constexpr size_t kSmemBytes =
       kSwizzleAtomBytes + size_t(kQBytes) + 2 * size_t(kStages) * kKVTileBytes + 8 * kBarriers;
-  // The register file at entry, split evenly over the block's threads (rounded down to 8, as
-  // ptxas allocates): setmaxnreg moves registers between warpgroups, it cannot make more.
-  static constexpr int kRegsAtEntry = course::arch::sm90::kRegsPerSm / kThreads / 8 * 8;
 
   static_assert(D % kSwizzleCols == 0, "a row of Q, K or V is a whole number of 128-byte swizzle rows");
+  static_assert(kConsumers >= 2 && kConsumers <= kMaxConsumers, "named barriers are reserved for 2 or 3 consumers");
+  static_assert(kBr <= 256, "a TMA box has at most 256 rows: Q_i is one box per 64-column block");
   static_assert(kSmemBytes <= size_t(course::arch::sm90::kMaxSmemPerBlock),
                 "Q, the K/V ring and the barriers must fit the shared memory a block may opt in to");
   static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0 &&
@@ -222,21 +231,19 @@ __device__ __forceinline__ void issue_pv_gemm(float (&o)[C::kAccO], uint32_t (&p
 
 // Mask and online softmax for one tile, in place on the accumulator fragment of S (P_ij in fp32). Thread t holds rows
 // wgmma_acc_row(t, i) ∈ {r_lo, r_lo + 8} and 32 columns of each; the other 96 columns of a row
-// are in the three other threads of its quad. m[r], the running max (scaled logits), is the
-// same in the 4 threads of a quad; l[r] is this thread's share of ℓ (its 32 columns), summed
+// are in the three other threads of its quad. m[r], the running max of the raw scores q·k (the
+// scale is applied in the exponent, scale > 0 keeps the max where it is), is the same in the 4 threads of a quad; l[r] is this thread's share of ℓ (its 32 columns), summed
 // over the quad once, at the end. alpha[r]: the factor by which O's row r must shrink.
 template <class C>
 __device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2], float (&alpha)[2], int t, int row0,
-                                             int k0, int Nk, int off, bool causal, bool needs_mask, float scale) {
+                                             int k0, int Nk, int off, bool causal, bool needs_mask, float scale_log2) {
   // snippet-begin: softmax
+  if (needs_mask) {
 #pragma unroll
-  for (int i = 0; i < C::kAccS; ++i) {
-    float x = s[i] * scale;
-    if (needs_mask) {
+    for (int i = 0; i < C::kAccS; ++i) {
       const int row = row0 + wgmma_acc_row(t, i), key = k0 + wgmma_acc_col(t, i);
-      if (key >= Nk || (causal && key > row + off)) x = -INFINITY;
+      if (key >= Nk || (causal && key > row + off)) s[i] = -INFINITY;
     }
-    s[i] = x;
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -246,13 +253,13 @@ __device__ __forceinline__ void softmax_tile(float (&s)[C::kAccS], float (&m)[2]
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     // A row that has seen no key yet keeps m = -inf: subtract 0 instead (P and alpha become 0).
-    const float m_log2 = mx == -INFINITY ? 0.f : __fmul_rn(mx, kLog2e);
-    alpha[r] = exp2_ftz(__fmul_rn(m[r], kLog2e) - m_log2);
+    const float m_log2 = mx == -INFINITY ? 0.f : __fmul_rn(mx, scale_log2);
+    alpha[r] = exp2_ftz(__fmul_rn(m[r], scale_log2) - m_log2);
     m[r] = mx;
 #pragma unroll
     for (int c = 0; c < C::kAccS / 4; ++c) {
-      s[4 * c + 2 * r] = exp2_ftz(fmaf(s[4 * c + 2 * r], kLog2e, -m_log2));
-      s[4 * c + 2 * r + 1] = exp2_ftz(fmaf(s[4 * c + 2 * r + 1], kLog2e, -m_log2));
+      s[4 * c + 2 * r] = exp2_ftz(fmaf(s[4 * c + 2 * r], scale_log2, -m_log2));
+      s[4 * c + 2 * r + 1] = exp2_ftz(fmaf(s[4 * c + 2 * r + 1], scale_log2, -m_log2));
     }
   }
   // snippet-end: softmax
@@ -304,6 +311,8 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
                                         int h, int b, int n_tiles, int cw, int t) {
   const int Nq = p.seq_q, Nk = p.seq_k, off = Nk - Nq;
   const int row0 = q0 + cw * C::kRowsPerConsumer;  // this warpgroup's first query row
+  const float scale_log2 = scale * kLog2e;         // exp(scale·x) = 2^(x·scale·log2 e)
+  const int next = (cw + 1) % C::kConsumers;       // the consumer whose turn follows this one's
   const uint32_t q_addr = smem_u32(Qs) + cw * C::kRowsPerConsumer * C::kSwizzleRowBytes;
   const uint32_t k_base = smem_u32(Ks), v_base = smem_u32(Vs);
 
@@ -321,11 +330,11 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   auto needs_mask = [&](int k0) { return k0 + C::kBc > Nk || (p.causal && k0 + C::kBc - 1 > row0 + off); };
 
   if (n_tiles > 0) sm90::mbar_wait(&bar.q_full, 0);
-  // Ping-pong: consumer 0 takes the first turn, handed to it by consumer 1; every turn ends by
-  // handing the next to the other. Both take n_tiles + 1 turns, so consumer 1's last hand-over
-  // is taken by consumer 0 after its loop (below): no arrival is left pending at exit.
+  // Ping-pong: consumer 0 takes the first turn, handed to it by the last consumer; every turn ends
+  // by handing the next to consumer `next`. All take n_tiles + 1 turns, so the last consumer's
+  // last hand-over is taken by consumer 0 after its loop (below): no arrival is left pending.
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 1) sm90::named_barrier_arrive(kConsumerTurn, C::kConsumerThreads);
+    if (n_tiles > 0 && cw == C::kConsumers - 1) sm90::named_barrier_arrive(kConsumerTurn, C::kTurnThreads);
   if constexpr (!C::kOverlap) {
     // snippet-begin: consumer-serial
     for (int j = 0; j < n_tiles; ++j) {
@@ -337,7 +346,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
       sm90::wgmma_wait<0>();
       sm90::fence_regs(acc_s);
       release(&bar.k_empty[s]);
-      softmax_tile<C>(acc_s, m, alpha, t, row0, j * C::kBc, Nk, off, p.causal, needs_mask(j * C::kBc), scale);
+      softmax_tile<C>(acc_s, m, alpha, t, row0, j * C::kBc, Nk, off, p.causal, needs_mask(j * C::kBc), scale_log2);
       pack_p<C, T>(acc_s, pa, l, alpha);
       rescale_rows(acc_o, alpha);
       sm90::mbar_wait(&bar.v_full[s], ring.full_parity());
@@ -352,13 +361,13 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
     {  // tile 0: its softmax has nothing to hide under
       float acc_s[C::kAccS];
       sm90::mbar_wait(&bar.k_full[0], 0);
-      if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kConsumerThreads);
+      if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kTurnThreads);
       issue_s_gemm<C, T>(acc_s, q_addr, k_base);
-      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + 1 - cw, C::kConsumerThreads);
+      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + next, C::kTurnThreads);
       sm90::wgmma_wait<0>();
       sm90::fence_regs(acc_s);
       release(&bar.k_empty[0]);
-      softmax_tile<C>(acc_s, m, alpha, t, row0, 0, Nk, off, p.causal, needs_mask(0), scale);
+      softmax_tile<C>(acc_s, m, alpha, t, row0, 0, Nk, off, p.causal, needs_mask(0), scale_log2);
       pack_p<C, T>(acc_s, pa, l, alpha);
     }
     for (int j = 1; j < n_tiles; ++j) {
@@ -366,14 +375,14 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
       float acc_s[C::kAccS];
       sm90::mbar_wait(&bar.k_full[s], C::Ring::phase_of(j));
       sm90::mbar_wait(&bar.v_full[sp], C::Ring::phase_of(j - 1));
-      if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kConsumerThreads);  // my turn
-      issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);                                // group 1: S_j
+      if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kTurnThreads);  // my turn
+      issue_s_gemm<C, T>(acc_s, q_addr, k_base + s * C::kKVTileBytes);                            // group 1: S_j
       issue_pv_gemm<C, T, D>(acc_o, pa, v_base + sp * C::kKVTileBytes);  // group 2: P_{j-1} V_{j-1}
-      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + 1 - cw, C::kConsumerThreads);  // yours
+      if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + next, C::kTurnThreads);  // yours
       sm90::wgmma_wait<1>();  // S_j is done: K_j is free
       sm90::fence_regs(acc_s);
       release(&bar.k_empty[s]);
-      softmax_tile<C>(acc_s, m, alpha, t, row0, j * C::kBc, Nk, off, p.causal, needs_mask(j * C::kBc), scale);
+      softmax_tile<C>(acc_s, m, alpha, t, row0, j * C::kBc, Nk, off, p.causal, needs_mask(j * C::kBc), scale_log2);
       sm90::wgmma_wait<0>();    // P_{j-1} V_{j-1} is done:
       sm90::fence_regs(acc_o);  // V_{j-1}, O and P are free
       release(&bar.v_empty[sp]);
@@ -383,9 +392,9 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
     const auto last = C::Ring::at(n_tiles - 1);
     const int s = last.stage;
     sm90::mbar_wait(&bar.v_full[s], last.full_parity());
-    if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kConsumerThreads);
+    if constexpr (C::kPingPong) sm90::named_barrier_sync(kConsumerTurn + cw, C::kTurnThreads);
     issue_pv_gemm<C, T, D>(acc_o, pa, v_base + s * C::kKVTileBytes);
-    if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + 1 - cw, C::kConsumerThreads);
+    if constexpr (C::kPingPong) sm90::named_barrier_arrive(kConsumerTurn + next, C::kTurnThreads);
     sm90::wgmma_wait<0>();
     sm90::fence_regs(acc_o);
     release(&bar.v_empty[s]);
@@ -393,7 +402,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
   }
 
   // Epilogue: ℓ summed over the quad, O / ℓ (zeros for a row that saw nothing), 16-bit stores;
-  // with kLse, also L = m + ln ℓ of the thread's two rows (−inf for a row that saw nothing),
+  // with kLse, also L = scale·m + ln ℓ of the thread's two rows (−inf for a row that saw nothing),
   // written by the first thread of each quad (all four hold the same m and ℓ). A template flag:
   // the kernels without lse are compiled exactly as if it did not exist.
 #pragma unroll
@@ -406,7 +415,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int row = row0 + wgmma_acc_row(t, 2 * r);  // elements 0 and 2: rows r_lo and r_lo + 8
-        if (row < Nq) lse[(int64_t(b) * p.heads_q + h) * Nq + row] = l[r] > 0.f ? m[r] + logf(l[r]) : -INFINITY;
+        if (row < Nq) lse[(int64_t(b) * p.heads_q + h) * Nq + row] = l[r] > 0.f ? m[r] * scale + logf(l[r]) : -INFINITY;
       }
     }
   }
@@ -421,7 +430,7 @@ __device__ __forceinline__ void consume(T* Qs, T* Ks, T* Vs, Barriers<C::kStages
           pack2<T>(acc_o[i] * inv, acc_o[i + 1] * inv);
   }
   if constexpr (C::kPingPong)
-    if (n_tiles > 0 && cw == 0) sm90::named_barrier_sync(kConsumerTurn, C::kConsumerThreads);
+    if (n_tiles > 0 && cw == 0) sm90::named_barrier_sync(kConsumerTurn, C::kTurnThreads);
   // Tell the watchdog this warpgroup is done (its 4 warps have all passed their last wait).
   sm90::named_barrier_sync(kConsumerDone + cw, C::kWarpgroupThreads);
   if (t == 0) sm90::mbar_arrive(&bar.done);
@@ -484,10 +493,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 }
 
 // kLse: the kernel that also writes the log-sum-exp (lse not null); without it lse is unused.
-template <class T, int D, int kStages, bool kOverlap, bool kPingPong, bool kLse = false>
+template <class T, int D, int kStages, bool kOverlap, bool kPingPong, bool kLse = false, int kConsumers = 2>
 void launch(const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
             cudaStream_t stream) {
-  using C = HopperConfig<T, D, kStages, kOverlap, kPingPong>;
+  using C = HopperConfig<T, D, kStages, kOverlap, kPingPong, kConsumers>;
   const size_t limit = size_t(course::smem_limit_per_block());
   if (C::kSmemBytes > limit)
     throw std::runtime_error("flash_attention_wgmma: needs " + std::to_string(C::kSmemBytes) +
@@ -502,6 +511,11 @@ void launch(const T* q, const T* k, const T* v, T* o, float* lse, const course::
   CUDA_CHECK_LAUNCH();
 }
 
+// Ping-pong's consumers: three at D = 64, where S, P and O fit 160 registers and the softmax is as
+// long as the GEMMs (a third warpgroup keeps the tensor cores fed); two at D = 128 (O alone is 64).
+template <int D>
+constexpr int kPingPongConsumers = D == 64 ? 3 : 2;
+
 template <class T, int D>
 void launch_step(WgmmaStep step, const T* q, const T* k, const T* v, T* o, float* lse, const course::AttentionParams& p,
                  cudaStream_t stream) {
@@ -513,8 +527,8 @@ void launch_step(WgmmaStep step, const T* q, const T* k, const T* v, T* o, float
     case WgmmaStep::kOverlapped:
       return launch<T, D, 2, true, false>(q, k, v, o, lse, p, stream);
     case WgmmaStep::kPingPong:  // the only rung that writes lse (flash_attention_wgmma)
-      if (lse != nullptr) return launch<T, D, 2, true, true, true>(q, k, v, o, lse, p, stream);
-      return launch<T, D, 2, true, true>(q, k, v, o, nullptr, p, stream);
+      if (lse != nullptr) return launch<T, D, 2, true, true, true, kPingPongConsumers<D>>(q, k, v, o, lse, p, stream);
+      return launch<T, D, 2, true, true, false, kPingPongConsumers<D>>(q, k, v, o, nullptr, p, stream);
   }
   throw std::invalid_argument("flash_attention_wgmma_step: step must be kSerial, kTwoStages, kOverlapped or kPingPong");
 }
