@@ -397,21 +397,28 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
     // (register j packs elements 8kk + 2j and 8kk + 2j + 1), and dSᵀ stored for dQ, two
     // neighbouring queries per 32-bit store.
     const bool needs_mask = k0 + C::kBc > Nk || (p.causal && k0 + C::kBc - 1 > q0 + off);
+    // TODO(9) (≈ 10 lines): first, only when needs_mask, every score whose key is past Nk or (causal)
+    //   past query + off made such that its P comes out 0; then, in the loop below, P of the two
+    //   elements and dS (lesson: "Recomputing P and dS in registers").
+    (void)needs_mask, (void)off;  // TODO(9): remove
     uint32_t pa[C::kQSteps][4], da[C::kQSteps][4];
 #pragma unroll
     for (int kk = 0; kk < C::kQSteps; ++kk) {
+      float2 l2, d2;  // L·log2 e and D_i of the two queries of registers j, j + 1 (j even)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = 8 * kk + 2 * j;
         const int query = hbwd_acc_query(t, i), key = hbwd_acc_key(t, i);
-        const float2 l2 = *reinterpret_cast<const float2*>(Ls + query);
-        const float2 d2 = *reinterpret_cast<const float2*>(Ds + query);
-        // TODO(9) (≈ 10 lines): P of the two elements from the score, the scale and the query's
-        //   L·log2 e (0 where the key is past Nk or, causal, past query + off), and dS = P ∘ (dP − D_i)
-        //   into ds0, ds1 (lesson: "Recomputing P and dS in registers").
+        // Registers j and j + 1 hold keys r and r + 8 of the same two queries: one load for both
+        // (left to itself, the compiler loads again: the dSᵀ stores in between might alias).
+        if (j % 2 == 0) {
+          l2 = *reinterpret_cast<const float2*>(Ls + query);
+          d2 = *reinterpret_cast<const float2*>(Ds + query);
+        }
+        // TODO(9): P of the two elements from the score, the scale and the query's L·log2 e, and
+        //   dS = P ∘ (dP − D_i) into ds0, ds1.
         float p0 = 0.f, p1 = 0.f, ds0 = 0.f, ds1 = 0.f;  // TODO(9): replace
         (void)l2, (void)d2, (void)scale_log2;            // TODO(9): remove
-        (void)needs_mask, (void)off;                     // TODO(9): remove
         pa[kk][j] = pack2<T>(p0, p1);
         da[kk][j] = pack2<T>(ds0, ds1);
         *reinterpret_cast<uint32_t*>(base + ds_buf + hbwd_ds_offset(cw * C::kKeysPerConsumer + key, query)) = da[kk][j];

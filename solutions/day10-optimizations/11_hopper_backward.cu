@@ -443,23 +443,32 @@ __device__ __forceinline__ void consume(unsigned char* base, Barriers<C::kStages
     // (register j packs elements 8kk + 2j and 8kk + 2j + 1), and dSᵀ stored for dQ, two
     // neighbouring queries per 32-bit store.
     const bool needs_mask = k0 + C::kBc > Nk || (p.causal && k0 + C::kBc - 1 > q0 + off);
+    // snippet-begin: mask
+    if (needs_mask) {  // one branch per step: the unmasked steps pay nothing for the mask
+#pragma unroll
+      for (int i = 0; i < C::kAccS; ++i) {
+        const int kg = key_first + hbwd_acc_key(t, i), qg = q0 + hbwd_acc_query(t, i);
+        if (kg >= Nk || (p.causal && kg > qg + off)) acc_s[i] = -INFINITY;  // P = 2^-inf = 0
+      }
+    }
+    // snippet-end: mask
     uint32_t pa[C::kQSteps][4], da[C::kQSteps][4];
 #pragma unroll
     for (int kk = 0; kk < C::kQSteps; ++kk) {
+      float2 l2, d2;  // L·log2 e and D_i of the two queries of registers j, j + 1 (j even)
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = 8 * kk + 2 * j;
         const int query = hbwd_acc_query(t, i), key = hbwd_acc_key(t, i);
-        const float2 l2 = *reinterpret_cast<const float2*>(Ls + query);
-        const float2 d2 = *reinterpret_cast<const float2*>(Ds + query);
+        // Registers j and j + 1 hold keys r and r + 8 of the same two queries: one load for both
+        // (left to itself, the compiler loads again: the dSᵀ stores in between might alias).
+        if (j % 2 == 0) {
+          l2 = *reinterpret_cast<const float2*>(Ls + query);
+          d2 = *reinterpret_cast<const float2*>(Ds + query);
+        }
         // snippet-begin: recompute-p
         float p0 = exp2_ftz(fmaf(acc_s[i], scale_log2, -l2.x));
         float p1 = exp2_ftz(fmaf(acc_s[i + 1], scale_log2, -l2.y));
-        if (needs_mask) {
-          const int kg = key_first + key, qg = q0 + query;  // query + 1 for p1
-          if (kg >= Nk || (p.causal && kg > qg + off)) p0 = 0.f;
-          if (kg >= Nk || (p.causal && kg > qg + 1 + off)) p1 = 0.f;
-        }
         // snippet-end: recompute-p
         // snippet-begin: ds
         const float ds0 = p0 * (acc_dp[i] - d2.x), ds1 = p1 * (acc_dp[i + 1] - d2.y);
