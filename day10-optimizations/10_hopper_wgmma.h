@@ -3,9 +3,9 @@
 //   O = softmax(scale · Q·Kᵀ + mask) · V   in 16-bit precision, the function of exercise 05,
 //   written with Hopper's own instructions: warpgroup matrix products (wgmma.mma_async) reading
 //   shared memory through descriptors, tiles brought in by the copy engine (TMA,
-//   cp.async.bulk.tensor) and counted by mbarriers, one producer warpgroup feeding two consumer
+//   cp.async.bulk.tensor) and counted by mbarriers, one producer warpgroup feeding the consumer
 //   warpgroups (warp specialization, setmaxnreg), the softmax of one key tile run while the
-//   tensor cores multiply the previous one, and the two consumers taking turns (ping-pong).
+//   tensor cores multiply the previous one, and the consumers taking turns (ping-pong).
 //
 // Precision: Q, K, V and O are fp16 (__half) or bf16 (__nv_bfloat16), one overload each. S, the
 // softmax statistics (m, ℓ) and O accumulate in fp32; P is rounded to the 16-bit type because it
@@ -66,7 +66,7 @@ enum class WgmmaStep {
   kSerial = 1,      // one K/V stage (K and V released apart: K_{j+1} loads while P_ij·V_j runs)
   kTwoStages = 2,   // a ring of two stages: the next tiles load while this one is multiplied
   kOverlapped = 3,  // + the softmax of tile j runs while the tensor cores compute S_j and P_{j-1}·V_{j-1}
-  kPingPong = 4,    // + the two consumer warpgroups take turns on the tensor cores (named barriers)
+  kPingPong = 4,    // + the consumers take turns on the tensor cores (named barriers); 3 consumers at D = 64
 };
 
 void flash_attention_wgmma(const __half* q, const __half* k, const __half* v, __half* o,
