@@ -34,8 +34,8 @@
 // adds in another order round differently: two runs may differ in the last bits of dQ; dK and dV
 // are always reproducible). With `deterministic` true the key blocks of a query tile add in the
 // order of their index (each waits for a counter in the workspace): bit-identical dQ every run,
-// at the cost the chapter measures (on an H100, 0.99–1.15× the default's time without a mask,
-// 1.06–1.23× causal).
+// at the cost the chapter measures (on an H100, 0.99–1.18× the default's time without a mask,
+// 1.08–1.30× causal).
 //
 // Work: three kernels on `stream`, nothing allocated, nothing synchronised: (1) L·log2 e and D_i
 // per row into the workspace, the dQ accumulator and the counters zeroed; (2) one thread block per
